@@ -1,0 +1,250 @@
+"""Port mappings and experiments as immutable, validated values (dissertation ch. 3).
+
+A *two-level* mapping assigns each instruction scheme a non-empty set of ports (Def. 3.2).
+A *three-level* mapping assigns each instruction a multiset of µops and each µop a non-empty
+port set (Def. 3.9). By Remark 3.13 a µop is identified with its port set, so a three-level
+mapping is stored as ``instruction -> {port set: count}``; a two-level mapping is the special
+case of one µop with count 1 per instruction. Reading and writing files lives in
+:mod:`pmsolve.formats`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping
+
+from pmsolve.errors import UnknownNameError, ValidationError
+
+PortSet = frozenset[str]
+
+
+def _check_count(value: object, what: str, *, allow_zero: bool = False) -> int:
+    """Return ``value`` as an int if it is a (non-negative / positive) integer, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValidationError(f"{what}: count must be an integer, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValidationError(f"{what}: count must be {'≥ 0' if allow_zero else '≥ 1'}, got {value}")
+    return value
+
+
+def _check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(f"{what}: name must be a non-empty string, got {name!r}")
+    return name
+
+
+@dataclass(frozen=True, order=True)
+class Uop:
+    """One µop kind: the ports that can execute it, and how often the instruction issues it."""
+
+    ports: PortSet
+    count: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.count}*[{','.join(sort_ports(self.ports))}]"
+
+
+def sort_ports(ports: Iterable[str]) -> list[str]:
+    """Ports in natural order: numeric names numerically, then the rest alphabetically."""
+    return sorted(ports, key=lambda p: (0, int(p), p) if p.isdigit() else (1, 0, p))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A multiset of instruction schemes (Def. 3.1): an order-free loop body to measure.
+
+    Build it from a mapping ``{insn: count}``; counts are positive integers (zero entries are
+    dropped). Equal multisets compare and hash equal, whatever the input order.
+    """
+
+    counts: tuple[tuple[str, int], ...]
+
+    def __init__(self, counts: Mapping[str, int] | Iterable[tuple[str, int]] | Iterable[str]):
+        items: dict[str, int] = {}
+        pairs = counts.items() if isinstance(counts, Mapping) else counts
+        for entry in pairs:
+            insn, n = (entry, 1) if isinstance(entry, str) else entry
+            _check_name(insn, "experiment")
+            n = _check_count(n, f"experiment entry {insn!r}", allow_zero=True)
+            if n:
+                items[insn] = items.get(insn, 0) + n
+        if not items:
+            raise ValidationError("experiment is empty: it needs at least one instruction")
+        object.__setattr__(self, "counts", tuple(sorted(items.items())))
+
+    @classmethod
+    def parse(cls, text: str, known: Iterable[str] | None = None) -> "Experiment":
+        """Parse ``"add:2,mul:1"`` (``;`` separates items instead when present, for names with
+        commas). A count may be omitted. ``known`` resolves names that themselves end in
+        ``:digits`` (uops.info style ``add R:GPR:32``): a whole item that is a known name
+        counts once."""
+        known_set = set(known) if known is not None else None
+        sep = ";" if ";" in text else ","
+        items: list[tuple[str, int]] = []
+        for raw in text.split(sep):
+            item = raw.strip()
+            if not item:
+                continue
+            name, _, tail = item.rpartition(":")
+            if known_set is not None and item in known_set:
+                items.append((item, 1))
+            elif name and tail.strip().isdigit():
+                items.append((name.strip(), int(tail)))
+            else:
+                items.append((item, 1))
+        if not items:
+            raise ValidationError(f"experiment {text!r} names no instruction")
+        return cls(items)
+
+    def __iter__(self) -> Iterator[str]:
+        return (insn for insn, _ in self.counts)
+
+    def items(self) -> tuple[tuple[str, int], ...]:
+        return self.counts
+
+    def __getitem__(self, insn: str) -> int:
+        return dict(self.counts).get(insn, 0)
+
+    @property
+    def size(self) -> int:
+        """|e|: the number of instruction instances in one iteration."""
+        return sum(n for _, n in self.counts)
+
+    def __str__(self) -> str:
+        sep = ";" if any("," in i for i, _ in self.counts) else ","
+        return sep.join(f"{i}:{n}" for i, n in self.counts)
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    """A two- or three-level port mapping over named ports.
+
+    ``uops`` maps each instruction to its µops; equal port sets are merged (Remark 3.13), so
+    each instruction's µops are distinct port sets with positive counts, in a canonical order.
+    ``levels`` is 2 when every instruction is one µop issued once, else 3.
+    """
+
+    ports: tuple[str, ...]
+    uops: Mapping[str, tuple[Uop, ...]] = field(hash=False)
+
+    def __init__(self, ports: Iterable[str], uops: Mapping[str, Iterable[Uop | tuple]]):
+        port_list = [_check_name(p, "port") for p in ports]
+        if not port_list:
+            raise ValidationError("port mapping has no ports")
+        dup = {p for p in port_list if port_list.count(p) > 1}
+        if dup:
+            raise ValidationError(f"port mapping lists ports more than once: {sorted(dup)}")
+        port_set = set(port_list)
+        table: dict[str, tuple[Uop, ...]] = {}
+        for insn, insn_uops in uops.items():
+            _check_name(insn, "instruction")
+            merged: dict[PortSet, int] = {}
+            for j, u in enumerate(insn_uops):
+                ps, n = (u.ports, u.count) if isinstance(u, Uop) else u
+                where = f"instruction {insn!r}, µop {j + 1}"
+                if isinstance(ps, str):
+                    raise ValidationError(f"{where}: port set must be a list of ports, got {ps!r}")
+                ps = frozenset(str(p) for p in ps)
+                if not ps:
+                    raise ValidationError(f"{where}: empty port set (every µop needs a port)")
+                unknown = ps - port_set
+                if unknown:
+                    raise UnknownNameError(f"{where}: unknown ports {sort_ports(unknown)}")
+                merged[ps] = merged.get(ps, 0) + _check_count(n, where)
+            if not merged:
+                raise ValidationError(f"instruction {insn!r} has no µops")
+            table[insn] = tuple(sorted((Uop(ps, n) for ps, n in merged.items()),
+                                       key=lambda u: (sort_ports(u.ports), u.count)))
+        if not table:
+            raise ValidationError("port mapping has no instructions")
+        object.__setattr__(self, "ports", tuple(port_list))
+        object.__setattr__(self, "uops", dict(sorted(table.items())))
+
+    @classmethod
+    def two_level(cls, ports: Iterable[str], assignment: Mapping[str, Iterable[str]]) -> "PortMapping":
+        """Build a two-level mapping from ``{insn: ports}`` (Def. 3.2)."""
+        return cls(ports, {i: [(tuple(ps), 1)] for i, ps in assignment.items()})
+
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        return tuple(self.uops)
+
+    @property
+    def levels(self) -> int:
+        return 2 if all(len(u) == 1 and u[0].count == 1 for u in self.uops.values()) else 3
+
+    @property
+    def is_two_level(self) -> bool:
+        return self.levels == 2
+
+    def uops_of(self, insn: str) -> tuple[Uop, ...]:
+        try:
+            return self.uops[insn]
+        except KeyError:
+            raise UnknownNameError(f"unknown instruction {insn!r}: the mapping does not cover it") from None
+
+    def check(self, experiment: Experiment) -> None:
+        """Raise :class:`UnknownNameError` if the experiment uses instructions not mapped here."""
+        missing = [i for i in experiment if i not in self.uops]
+        if missing:
+            raise UnknownNameError(f"unknown instruction(s) {missing[:5]} in experiment {experiment}: "
+                                   f"the mapping does not cover them")
+
+    def uop_masses(self, experiment: Experiment) -> dict[PortSet, int]:
+        """The µop multiset of an experiment: port set -> number of µops per iteration."""
+        self.check(experiment)
+        mass: dict[PortSet, int] = {}
+        for insn, n in experiment.items():
+            for u in self.uops[insn]:
+                mass[u.ports] = mass.get(u.ports, 0) + n * u.count
+        return mass
+
+    def as_two_level_on_uops(self) -> "PortMapping":
+        """Remark 3.13: the two-level mapping whose instructions are this mapping's µops."""
+        names = {u.ports: "[" + ",".join(sort_ports(u.ports)) + "]"
+                 for us in self.uops.values() for u in us}
+        return PortMapping.two_level(self.ports, {n: ps for ps, n in names.items()})
+
+    def restrict(self, instructions: Iterable[str]) -> "PortMapping":
+        """The sub-mapping on the given instructions (unknown names raise)."""
+        return PortMapping(self.ports, {i: self.uops_of(i) for i in instructions})
+
+    def rename_ports(self, renaming: Mapping[str, str]) -> "PortMapping":
+        """Apply a bijective port renaming; the result is indistinguishable (Def. 3.16)."""
+        if sorted(renaming) != sorted(self.ports) or len(set(renaming.values())) != len(renaming):
+            raise ValidationError("port renaming must be a bijection on the mapping's ports")
+        return PortMapping([renaming[p] for p in self.ports],
+                           {i: [(frozenset(renaming[p] for p in u.ports), u.count) for u in us]
+                            for i, us in self.uops.items()})
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, PortMapping) and set(self.ports) == set(other.ports)
+                and self.uops == other.uops)
+
+    def __hash__(self) -> int:
+        return hash((frozenset(self.ports), tuple(self.uops.items())))
+
+    def __str__(self) -> str:
+        width = max(len(i) for i in self.uops)
+        lines = [f"{len(self.uops)} instructions, {len(self.ports)} ports "
+                 f"({' '.join(self.ports)}), {self.levels}-level"]
+        lines += [f"  {i:<{width}}  {' + '.join(map(str, us))}" for i, us in self.uops.items()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """An experiment with its measured inverse throughput (cycles per iteration) and, where
+    known, other predictors' answers by name."""
+
+    experiment: Experiment
+    cycles: float
+    others: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cycles, (int, float)) or isinstance(self.cycles, bool) or not self.cycles > 0:
+            raise ValidationError(f"measurement of {self.experiment}: cycles must be a positive number, "
+                                  f"got {self.cycles!r}")
