@@ -1,0 +1,240 @@
+"""The ``pmsolve`` command line.
+
+Every subcommand is a function ``cmd_NAME(args) -> int`` registered in :func:`build_parser`.
+Errors a user can cause (bad files, unknown instructions, missing solvers) are
+:class:`~pmsolve.errors.PmsolveError`\\ s: :func:`main` prints them as one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from importlib import resources
+from typing import Sequence
+
+from pmsolve import __version__
+from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.formats import (MAPPING_FORMATS, load_experiments, load_mapping, load_measurements,
+                             save_mapping)
+from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
+
+
+def _emit_json(data: object) -> None:
+    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _fmt_fraction(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [list(map(str, header))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[j]) for r in cells) for j in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- convert
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    mapping = load_mapping(args.input)
+    save_mapping(mapping, args.out, args.to, arch_name=args.arch_name)
+    print(f"wrote {args.out}: {len(mapping.instructions)} instructions, {len(mapping.ports)} ports, "
+          f"{mapping.levels}-level, format {args.to}")
+    return 0
+
+
+# --------------------------------------------------------------------------- throughput
+
+def _experiments_from_args(args: argparse.Namespace, mapping: PortMapping) -> list[Experiment]:
+    exps = [Experiment.parse(text, known=mapping.instructions) for text in args.experiment or []]
+    if args.experiments:
+        exps += [m.experiment if isinstance(m, Measurement) else m for m in load_experiments(args.experiments)]
+    if not exps:
+        raise ValidationError("give at least one --experiment 'insn:count,...' or an --experiments FILE")
+    return exps
+
+
+def cmd_throughput(args: argparse.Namespace) -> int:
+    from pmsolve.throughput import bottleneck
+
+    mapping = load_mapping(args.mapping)
+    results = []
+    for exp in _experiments_from_args(args, mapping):
+        b = bottleneck(mapping, exp, args.r_max)
+        results.append((exp, b))
+    if args.json:
+        _emit_json([{"experiment": dict(e.items()), "inverse_throughput": _fmt_fraction(b.inverse_throughput),
+                     "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
+                     "bottleneck_ports": sort_ports(b.ports), "frontend_bound": b.frontend_bound}
+                    for e, b in results])
+        return 0
+    rows = [(str(e), _fmt_fraction(b.inverse_throughput), f"{float(b.inverse_throughput):.4f}",
+             f"{float(b.inverse_throughput / e.size):.4f}",
+             "front end (R_max)" if b.frontend_bound else "{" + ",".join(sort_ports(b.ports)) + "}")
+            for e, b in results]
+    print(_table(["experiment", "tp⁻¹", "cycles", "CPI", "bottleneck"], rows))
+    return 0
+
+
+# --------------------------------------------------------------------------- evaluate
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from pmsolve.metrics import accuracy, heatmap
+    from pmsolve.throughput import evaluate_many
+
+    measurements = load_measurements(args.measurements)
+    measured = [m.cycles for m in measurements]
+    series: dict[str, list[float]] = {}
+    for path in args.mapping:
+        mapping = load_mapping(path)
+        name = path if len(args.mapping) > 1 else "mapping"
+        series[name] = list(evaluate_many(mapping, [m.experiment for m in measurements], args.r_max))
+    if args.others:
+        names = sorted({k for m in measurements for k in m.others})
+        for name in names:
+            if all(name in m.others for m in measurements):
+                series[name] = [m.others[name] for m in measurements]
+            else:
+                print(f"note: predictor {name!r} skipped: it lacks answers for some experiments", file=sys.stderr)
+    table = {name: accuracy(pred, measured) for name, pred in series.items()}
+    if args.heatmap:
+        heatmap(series, measured, args.heatmap, title=str(args.measurements))
+    if args.json:
+        _emit_json({name: acc.as_dict() for name, acc in table.items()})
+    else:
+        rows = [(name, acc.n, f"{100 * acc.mape:.1f} %", f"{acc.pearson:.3f}", f"{acc.kendall_tau_b:.3f}")
+                for name, acc in sorted(table.items(), key=lambda kv: kv[1].mape)]
+        print(_table(["predictor", "n", "MAPE", "Pearson", "Kendall τ-b"], rows))
+        if args.heatmap:
+            print(f"heat map: {args.heatmap}")
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+
+EXAMPLE_MAPPING = "zenplus_blocking.json"
+
+
+def example_mapping() -> PortMapping:
+    """The bundled example: Zen+ blocking instructions as inferred in dissertation Table 6.2."""
+    from pmsolve.formats import mapping_from_json
+
+    text = resources.files("pmsolve.data").joinpath(EXAMPLE_MAPPING).read_text(encoding="utf-8")
+    return mapping_from_json(json.loads(text), EXAMPLE_MAPPING)
+
+
+def _memory_role(insn: str) -> str:
+    """' (store)' / ' (load)' for the example's memory schemes, by where MEM appears."""
+    if "MEM" not in insn:
+        return ""
+    return " (store)" if "MEM" in insn.split(",")[0] else " (load)"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pmsolve.throughput import bottleneck, lp_inverse_throughput
+
+    mapping = example_mapping()
+    print("Bundled example: the blocking instructions of AMD Zen+ as inferred in the dissertation "
+          "(Table 6.2), ports renamed like the documentation.\n")
+    print(mapping)
+    names = {i.split()[0] + _memory_role(i).replace(" (", "_").rstrip(")"): i
+             for i in mapping.instructions}
+    demo = [{names["add"]: 4}, {names["add"]: 4, names["mov_store"]: 2},
+            {names["vpaddd"]: 2, names["vminps"]: 2, names["vpslld"]: 1},
+            {names["vmovapd_store"]: 1, names["mov_store"]: 1, names["mov_load"]: 2},
+            {names["vpor"]: 3, names["vroundps"]: 2, names["vaddps"]: 2}]
+    print("\nThroughput the mapping implies (exact bottleneck formula, cross-checked by the LP):\n")
+    rows = []
+    for counts in demo:
+        e = Experiment(counts)
+        b = bottleneck(mapping, e, args.r_max)
+        lp = lp_inverse_throughput(mapping, e, args.r_max, solver="auto")
+        if abs(lp - float(b.inverse_throughput)) > 1e-7:
+            raise PmsolveError(f"internal check failed: LP {lp} != formula {b.inverse_throughput} on {e}")
+        short = ", ".join(f"{n}× {i.split()[0]}{_memory_role(i)}" for i, n in e.items())
+        rows.append((short, _fmt_fraction(b.inverse_throughput), f"{lp:.4f}",
+                     "front end" if b.frontend_bound else "{" + ",".join(sort_ports(b.ports)) + "}"))
+    print(_table(["experiment", "tp⁻¹", "LP", "bottleneck ports"], rows))
+    if args.out:
+        save_mapping(mapping, args.out)
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pmsolve",
+        description="CPU port mappings as a solved, checkable problem: compute the throughput a "
+                    "port mapping implies, evaluate it against measurements, convert formats.",
+        epilog="Mappings are read in any of: " + ", ".join(MAPPING_FORMATS) + " (detected automatically).")
+    parser.add_argument("--version", action="version", version=f"pmsolve {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("convert", help="convert a mapping between formats",
+                       description="Convert a port mapping file between pmsolve's JSON, PMEvo's "
+                                   "Mapping2/Mapping3, the explainable Zen+ format and uops.info port strings.")
+    p.add_argument("input", help="mapping file in any supported format")
+    p.add_argument("--to", choices=MAPPING_FORMATS, default="pmsolve", help="output format (default: pmsolve)")
+    p.add_argument("-o", "--out", required=True, help="output file")
+    p.add_argument("--arch-name", default="", help="architecture name to record (pmevo/explainable formats)")
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("throughput", help="inverse throughput and bottleneck ports of experiments",
+                       description="Print the inverse throughput (cycles per iteration), CPI and the "
+                                   "bottleneck ports that a mapping implies for each experiment.")
+    p.add_argument("--mapping", "-m", required=True, help="mapping file")
+    p.add_argument("--experiment", "-e", action="append",
+                   help="experiment as 'insn:count,insn:count' (';' separates when names contain commas); repeatable")
+    p.add_argument("--experiments", help="file of experiments (pmsolve or PMEvo format)")
+    p.add_argument("--r-max", type=float, help="front-end cap: at most R_MAX instructions per cycle")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_throughput)
+
+    p = sub.add_parser("evaluate", help="accuracy of mappings against measured throughputs",
+                       description="Compare the throughputs mappings imply with measured cycles: MAPE, "
+                                   "Pearson's r and Kendall's τ-b, and optionally a heat map PNG.")
+    p.add_argument("--mapping", "-m", required=True, action="append", help="mapping file; repeatable")
+    p.add_argument("--measurements", required=True, help="measured experiments (pmsolve or PMEvo ExperimentList)")
+    p.add_argument("--others", action="store_true",
+                   help="also rank the other predictors recorded in the file (e.g. llvm-mca, IACA)")
+    p.add_argument("--heatmap", metavar="PNG", help="write a predicted-vs-measured heat map")
+    p.add_argument("--r-max", type=float, help="front-end cap for the mappings")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
+                       description="Print the bundled Zen+ blocking-instruction mapping (dissertation "
+                                   "Table 6.2) and evaluate a few experiments on it.")
+    p.add_argument("--r-max", type=float, default=5, help="front-end cap (default 5, as on Zen+)")
+    p.add_argument("-o", "--out", help="also write the example mapping to this file")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except PmsolveError as exc:
+        print(f"pmsolve: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pmsolve: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
