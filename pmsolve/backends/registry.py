@@ -1,0 +1,137 @@
+"""The backend registry: lookup by name, `auto` selection, capability checks, `describe()`.
+
+Selection order: explicit `backend=` argument, else the PMSOLVE_BACKEND environment variable,
+else "auto". `auto` takes the first installed backend in AUTO_ORDER[kind] that has every needed
+capability. A named backend that is missing or lacks a capability is refused with one
+SolverError line saying what is missing and which installed backends would do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Callable, Iterable
+
+from pmsolve.backends import capabilities as C
+from pmsolve.backends.base import Backend
+from pmsolve.errors import SolverError
+
+ENV_VAR = "PMSOLVE_BACKEND"
+AUTO = "auto"
+
+_FACTORIES: dict[str, Callable[[], Backend]] = {}
+_INSTANCES: dict[str, Backend] = {}
+
+# preference per problem kind: exact solvers first where the problem is logical, HiGHS for LPs
+AUTO_ORDER = {
+    C.SAT: ("sat", "z3", "cvc5", "pysmt:z3", "pysmt:cvc5", "highs", "scipy"),
+    C.LP: ("highs", "scipy", "z3", "cvc5", "pysmt:z3", "pysmt:cvc5"),
+    C.MILP: ("highs", "scipy", "z3", "cvc5", "pysmt:z3", "pysmt:cvc5"),
+    C.SMT: ("z3", "cvc5", "pysmt:z3", "pysmt:cvc5", "highs", "scipy"),
+}
+
+
+def register(name: str, factory: Callable[[], Backend]) -> None:
+    """Add (or replace) a backend; the factory must not import the solver (that happens lazily)."""
+    _FACTORIES[name] = factory
+    _INSTANCES.pop(name, None)
+
+
+def unregister(name: str) -> None:
+    _FACTORIES.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
+def names() -> list[str]:
+    return list(_FACTORIES)
+
+
+def get(name: str) -> Backend:
+    """The backend object for a name (installed or not); unknown names are refused."""
+    if name not in _FACTORIES:
+        raise SolverError(f"unknown backend {name!r}; known: {', '.join(_FACTORIES)} (or 'auto')")
+    if name not in _INSTANCES:
+        _INSTANCES[name] = _FACTORIES[name]()
+    return _INSTANCES[name]
+
+
+def requested_name(backend: str | None) -> str:
+    """The backend name in force: the argument, else $PMSOLVE_BACKEND, else 'auto'."""
+    if backend:
+        return backend
+    return os.environ.get(ENV_VAR, "").strip() or AUTO
+
+
+def select(backend: str | None, kind: str, needs: Iterable[str]) -> Backend:
+    """Resolve a name (or auto) to an installed backend able to take `kind` with `needs`."""
+    needs = set(needs)
+    name = requested_name(backend)
+    if name == AUTO:
+        for cand in AUTO_ORDER.get(kind, ()) + tuple(_FACTORIES):
+            if cand not in _FACTORIES:
+                continue
+            b = get(cand)
+            if b.installed and C.kind_accepted_by(kind, b.capabilities) and needs <= b.capabilities:
+                return b
+        want = ", ".join(sorted(needs | {kind}))
+        raise SolverError(f"no installed backend can solve a {kind} problem needing {want}; "
+                          f"installed: {', '.join(n for n in _FACTORIES if get(n).installed) or 'none'}")
+    b = get(name)
+    err = b.import_error()
+    if err is not None:
+        raise SolverError(f"backend {name} is not installed: {err}; install with "
+                          f"`pip install {' '.join(b.pip)}` or choose another backend")
+    missing = sorted(needs - b.capabilities)
+    if not C.kind_accepted_by(kind, b.capabilities):
+        missing.insert(0, kind)
+    if missing:
+        alts = [n for n in _FACTORIES if get(n).installed
+                and C.kind_accepted_by(kind, get(n).capabilities) and needs <= get(n).capabilities]
+        raise SolverError(f"backend {name} cannot do what this problem needs: "
+                          f"{', '.join(missing)} (it has: {', '.join(sorted(b.capabilities))}); "
+                          f"installed backends that can: {', '.join(alts) or 'none'}")
+    return b
+
+
+def describe() -> list[dict[str, object]]:
+    """One row per registered backend: name, installed, capabilities, pip packages, note."""
+    rows = []
+    for name in _FACTORIES:
+        b = get(name)
+        err = b.import_error()
+        rows.append({"name": name, "installed": err is None,
+                     "capabilities": sorted(b.capabilities), "summary": b.summary,
+                     "pip": list(b.pip), "note": err or ""})
+    return rows
+
+
+def format_table(rows: list[dict[str, object]] | None = None) -> str:
+    """`describe()` as a fixed-width text table (what `pmsolve backends` prints)."""
+    rows = describe() if rows is None else rows
+    caps = list(C.ALL)
+    header = ["backend", "installed"] + caps
+    table = [header]
+    for r in rows:
+        have = set(r["capabilities"])  # type: ignore[arg-type]
+        table.append([str(r["name"]), "yes" if r["installed"] else "no"]
+                     + ["x" if c in have else "-" for c in caps])
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"{r['name']}: {r['note']} (pip install {' '.join(r['pip'])})"  # type: ignore[arg-type]
+             for r in rows if not r["installed"]]
+    if notes:
+        lines.append("")
+        lines.extend(notes)
+    lines.append("")
+    lines.append(f"choose with --backend NAME or ${ENV_VAR}; 'auto' picks the first installed "
+                 "backend that fits the problem")
+    return "\n".join(lines)
+
+
+def add_backend_argument(parser: argparse.ArgumentParser) -> argparse.Action:
+    """Add `--backend NAME` (default: $PMSOLVE_BACKEND or auto) to an argparse parser."""
+    return parser.add_argument(
+        "--backend", metavar="NAME", default=requested_name(None),
+        help=f"solver backend: auto or one of {', '.join(_FACTORIES)} "
+             f"(default: ${ENV_VAR} or auto; see `pmsolve backends`)")

@@ -1,0 +1,202 @@
+"""Shared IR -> SMT-term compilation and the incremental SMT engine built on it.
+
+Each SMT backend supplies a small `Prims` object (how to make a variable, a constant, a sum, an
+and, ...); the traversal, Int/Real coercion, bound assertions and unsat-core tracking are shared,
+so every SMT route sees the identical formula.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from pmsolve.backends import result as R
+from pmsolve.backends.base import Engine, RawResult
+from pmsolve.errors import SolverError
+from pmsolve.symbolic import nodes as n
+from pmsolve.symbolic.problem import Constraint, Problem
+from pmsolve.symbolic.walk import iter_vars
+
+
+class Prims:
+    """Solver-specific constructors; `sort` arguments are n.Sort.INT or n.Sort.REAL."""
+
+    def bool_var(self, name: str) -> Any: ...
+    def num_var(self, name: str, sort: n.Sort) -> Any: ...
+    def const(self, value: Fraction, sort: n.Sort) -> Any: ...
+    def bool_const(self, value: bool) -> Any: ...
+    def to_real(self, term: Any) -> Any: ...
+    def add(self, terms: list[Any]) -> Any: ...
+    def mul(self, c: Any, term: Any) -> Any: ...
+    def ite(self, c: Any, a: Any, b: Any) -> Any: ...
+    def and_(self, args: list[Any]) -> Any: ...
+    def or_(self, args: list[Any]) -> Any: ...
+    def not_(self, a: Any) -> Any: ...
+    def implies(self, a: Any, b: Any) -> Any: ...
+    def iff(self, a: Any, b: Any) -> Any: ...
+    def cmp(self, op: str, a: Any, b: Any) -> Any: ...
+
+
+class Compiler:
+    """Translate IR nodes to solver terms, caching shared subterms by identity."""
+
+    def __init__(self, prims: Prims) -> None:
+        self.p = prims
+        self.vars: dict[str, Any] = {}
+        self._sorts: dict[str, Any] = {}
+        self._cache: dict[int, tuple[object, Any]] = {}
+
+    def var(self, v: Any) -> Any:
+        key = (type(v).__name__, getattr(v, "sort", None))
+        old = self._sorts.setdefault(v.name, key)
+        if old != key:
+            raise SolverError(f"variable {v.name!r} is used with two different sorts")
+        if v.name not in self.vars:
+            if isinstance(v, n.BoolVar):
+                self.vars[v.name] = self.p.bool_var(v.name)
+            else:
+                self.vars[v.name] = self.p.num_var(v.name, v.sort)
+        return self.vars[v.name]
+
+    def bounds(self, v: n.NumVar) -> list[Any]:
+        out = []
+        x = self.var(v)
+        if v.lo is not None:
+            out.append(self.p.cmp(">=", x, self.p.const(v.lo, v.sort)))
+        if v.hi is not None:
+            out.append(self.p.cmp("<=", x, self.p.const(v.hi, v.sort)))
+        return out
+
+    def term(self, t: n.Lin, sort: n.Sort | None = None) -> Any:
+        """Compile a linear term; `sort` forces Real when the context is Real."""
+        sort = sort or t.sort
+        hit = self._cache.get(id(t))
+        if hit is not None and hit[0] is t and sort is t.sort:
+            return hit[1]
+        parts = []
+        for atom, c in t.terms:
+            a = self._atom(atom, sort)
+            if c != 1:
+                a = self.p.mul(self.p.const(c, sort), a)
+            parts.append(a)
+        if t.const != 0 or not parts:
+            parts.append(self.p.const(t.const, sort))
+        out = parts[0] if len(parts) == 1 else self.p.add(parts)
+        if sort is t.sort:
+            self._cache[id(t)] = (t, out)
+        return out
+
+    def _atom(self, atom: Any, sort: n.Sort) -> Any:
+        if isinstance(atom, n.NumVar):
+            x = self.var(atom)
+            return self.p.to_real(x) if (sort is n.Sort.REAL and atom.sort is n.Sort.INT) else x
+        inner = sort if sort is n.Sort.REAL else n.Sort.INT
+        if atom.then.sort is n.Sort.REAL or atom.other.sort is n.Sort.REAL:
+            inner = n.Sort.REAL
+        return self.p.ite(self.formula(atom.cond), self.term(atom.then, inner),
+                          self.term(atom.other, inner))
+
+    def formula(self, f: n.Formula) -> Any:
+        hit = self._cache.get(id(f))
+        if hit is not None and hit[0] is f:
+            return hit[1]
+        p = self.p
+        if isinstance(f, n.BoolVar):
+            out = self.var(f)
+        elif isinstance(f, n.BoolConst):
+            out = p.bool_const(f.value)
+        elif isinstance(f, n.NotF):
+            out = p.not_(self.formula(f.arg))
+        elif isinstance(f, n.AndF):
+            out = p.and_([self.formula(a) for a in f.args])
+        elif isinstance(f, n.OrF):
+            out = p.or_([self.formula(a) for a in f.args])
+        elif isinstance(f, n.ImpliesF):
+            out = p.implies(self.formula(f.lhs), self.formula(f.rhs))
+        elif isinstance(f, n.IffF):
+            out = p.iff(self.formula(f.lhs), self.formula(f.rhs))
+        elif isinstance(f, n.Compare):
+            sort = n.Sort.INT if (f.lhs.sort is n.Sort.INT and f.rhs.sort is n.Sort.INT) else n.Sort.REAL
+            out = p.cmp(f.op, self.term(f.lhs, sort), self.term(f.rhs, sort))
+        else:
+            raise SolverError(f"cannot compile {type(f).__name__} to SMT")
+        self._cache[id(f)] = (f, out)
+        return out
+
+
+class SmtEngine(Engine):
+    """Incremental SMT engine; subclasses provide the solver object and its calls.
+
+    Named constraints are asserted as `track -> formula` with a fresh boolean `track` passed as an
+    assumption on every check, so unsat cores come out as constraint names.
+    """
+
+    def __init__(self, prims: Prims) -> None:
+        self.c = Compiler(prims)
+        self._tracks: list[list[tuple[str, Any]]] = [[]]
+        self._bounded: list[set[str]] = [set()]
+
+    # solver-specific
+    def _assert(self, term: Any) -> None: ...
+    def _push(self) -> None: ...
+    def _pop(self) -> None: ...
+    def _check(self, assumptions: list[Any]) -> str: ...  # "sat" / "unsat" / "unknown"
+    def _value(self, v: Any) -> Any: ...
+    def _core(self) -> list[Any]: ...
+    def _reason(self) -> str:
+        return ""
+
+    def _bound_vars(self, roots: list[object]) -> None:
+        done = set().union(*self._bounded)
+        for root in roots:
+            for v in iter_vars(root):
+                if v.name in done:
+                    continue
+                done.add(v.name)
+                self._bounded[-1].add(v.name)
+                self.c.var(v)
+                if isinstance(v, n.NumVar):
+                    for b in self.c.bounds(v):
+                        self._assert(b)
+
+    def add(self, constraint: Constraint) -> None:
+        self._bound_vars([constraint.formula])
+        term = self.c.formula(constraint.formula)
+        if constraint.name is None:
+            self._assert(term)
+        else:
+            lit = self.c.p.bool_var(f"__track[{constraint.name}]")
+            self._assert(self.c.p.implies(lit, term))
+            self._tracks[-1].append((constraint.name, lit))
+
+    def push(self) -> None:
+        self._push()
+        self._tracks.append([])
+        self._bounded.append(set())
+
+    def pop(self) -> None:
+        self._pop()
+        self._tracks.pop()
+        self._bounded.pop()
+
+    def check(self, problem: Problem, want_core: bool) -> RawResult:
+        if problem.objective is not None:
+            return self.optimize(problem)
+        self._bound_vars(problem.roots())
+        tracks = [t for fr in self._tracks for t in fr]
+        status = self._check([lit for _, lit in tracks])
+        if status == R.SAT:
+            model = {}
+            for v in problem.variables():
+                model[v.name] = self._value(self.c.vars[v.name])
+            return RawResult(R.SAT, model)
+        if status == R.UNSAT:
+            core: tuple[str, ...] = ()
+            if want_core:
+                core_ids = {str(x) for x in self._core()}
+                core = tuple(name for name, lit in tracks if str(lit) in core_ids)
+            return RawResult(R.UNSAT, core=core)
+        return RawResult(R.UNKNOWN, reason=self._reason())
+
+    def optimize(self, problem: Problem) -> RawResult:
+        raise SolverError("this backend cannot optimise an objective")

@@ -1,0 +1,161 @@
+"""z3 through its own Python API (pip: z3-solver, import: z3): SMT, push/pop, cores, optimisation."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from pmsolve.backends import capabilities as C
+from pmsolve.backends import result as R
+from pmsolve.backends.base import Backend, RawResult
+from pmsolve.backends.smt_compile import Compiler, Prims, SmtEngine
+from pmsolve.errors import SolverError
+from pmsolve.symbolic import nodes as n
+from pmsolve.symbolic.problem import Problem
+
+
+class Z3Prims(Prims):
+    def __init__(self) -> None:
+        import z3
+
+        self.z3 = z3
+        self.ctx = z3.Context()
+
+    def bool_var(self, name: str) -> Any:
+        return self.z3.Bool(name, self.ctx)
+
+    def num_var(self, name: str, sort: n.Sort) -> Any:
+        return (self.z3.Int if sort is n.Sort.INT else self.z3.Real)(name, self.ctx)
+
+    def const(self, value: Fraction, sort: n.Sort) -> Any:
+        if sort is n.Sort.INT:
+            return self.z3.IntVal(value.numerator, self.ctx)
+        return self.z3.RealVal(f"{value.numerator}/{value.denominator}", self.ctx)
+
+    def bool_const(self, value: bool) -> Any:
+        return self.z3.BoolVal(value, self.ctx)
+
+    def to_real(self, term: Any) -> Any:
+        return self.z3.ToReal(term)
+
+    def add(self, terms: list[Any]) -> Any:
+        return self.z3.Sum(terms)
+
+    def mul(self, c: Any, term: Any) -> Any:
+        return c * term
+
+    def ite(self, c: Any, a: Any, b: Any) -> Any:
+        return self.z3.If(c, a, b, self.ctx)
+
+    def and_(self, args: list[Any]) -> Any:
+        return self.z3.And(args + [self.z3.BoolVal(True, self.ctx)] if len(args) < 2 else args)
+
+    def or_(self, args: list[Any]) -> Any:
+        return self.z3.Or(args + [self.z3.BoolVal(False, self.ctx)] if len(args) < 2 else args)
+
+    def not_(self, a: Any) -> Any:
+        return self.z3.Not(a, self.ctx)
+
+    def implies(self, a: Any, b: Any) -> Any:
+        return self.z3.Implies(a, b, self.ctx)
+
+    def iff(self, a: Any, b: Any) -> Any:
+        return a == b
+
+    def cmp(self, op: str, a: Any, b: Any) -> Any:
+        return {"=": lambda: a == b, "!=": lambda: a != b, "<=": lambda: a <= b,
+                "<": lambda: a < b, ">=": lambda: a >= b, ">": lambda: a > b}[op]()
+
+
+def z3_value(z3: Any, val: Any) -> Any:
+    if z3.is_true(val):
+        return True
+    if z3.is_false(val):
+        return False
+    if z3.is_int_value(val):
+        return val.as_long()
+    if z3.is_rational_value(val):
+        return Fraction(val.numerator_as_long(), val.denominator_as_long())
+    raise SolverError(f"z3 returned a non-rational value {val}")
+
+
+class Z3Engine(SmtEngine):
+    def __init__(self, timeout: float | None, options: dict[str, Any]) -> None:
+        prims = Z3Prims()
+        super().__init__(prims)
+        self.z3 = prims.z3
+        self.timeout = timeout
+        self.s = self.z3.Solver(ctx=prims.ctx)
+        if timeout is not None:
+            self.s.set("timeout", max(1, int(timeout * 1000)))
+        for k, v in options.items():
+            self.s.set(k, v)
+        self._model: Any = None
+
+    def _assert(self, term: Any) -> None:
+        self.s.add(term)
+
+    def _push(self) -> None:
+        self.s.push()
+
+    def _pop(self) -> None:
+        self.s.pop()
+
+    def _check(self, assumptions: list[Any]) -> str:
+        r = self.s.check(*assumptions)
+        if r == self.z3.sat:
+            self._model = self.s.model()
+            return R.SAT
+        return R.UNSAT if r == self.z3.unsat else R.UNKNOWN
+
+    def _value(self, v: Any) -> Any:
+        return z3_value(self.z3, self._model.eval(v, model_completion=True))
+
+    def _core(self) -> list[Any]:
+        return list(self.s.unsat_core())
+
+    def _reason(self) -> str:
+        return self.s.reason_unknown()
+
+    def optimize(self, problem: Problem) -> RawResult:
+        """One-shot z3.Optimize over the whole current stack (exact rational optimum)."""
+        z3 = self.z3
+        opt = z3.Optimize(ctx=self.c.p.ctx)  # type: ignore[attr-defined]
+        if self.timeout is not None:
+            opt.set("timeout", max(1, int(self.timeout * 1000)))
+        comp = Compiler(self.c.p)
+        for v in problem.variables():
+            comp.var(v)
+            if isinstance(v, n.NumVar):
+                for b in comp.bounds(v):
+                    opt.add(b)
+        for c in problem.constraints:
+            opt.add(comp.formula(c.formula))
+        obj = comp.term(problem.objective.term)
+        h = opt.minimize(obj) if problem.objective.sense == "min" else opt.maximize(obj)
+        r = opt.check()
+        if r == z3.sat:
+            val = opt.upper(h) if problem.objective.sense == "min" else opt.lower(h)
+            if not (z3.is_int_value(val) or z3.is_rational_value(val)):
+                if "oo" in str(val):
+                    return RawResult(R.UNBOUNDED, reason=f"objective bound {val}")
+                return RawResult(R.UNKNOWN, reason=f"optimum not attained (bound {val})")
+            m = opt.model()
+            model = {v.name: z3_value(z3, m.eval(comp.vars[v.name], model_completion=True))
+                     for v in problem.variables()}
+            return RawResult(R.SAT, model)
+        if r == z3.unsat:
+            return RawResult(R.UNSAT)
+        return RawResult(R.UNKNOWN, reason=opt.reason_unknown())
+
+
+class Z3Backend(Backend):
+    name = "z3"
+    summary = "Z3 via its Python API"
+    capabilities = frozenset({C.SMT, C.SAT, C.INCREMENTAL, C.UNSAT_CORE,
+                              C.OPTIMIZE, C.TIMEOUT})
+    modules = ("z3",)
+    pip = ("z3-solver",)
+
+    def engine(self, timeout: float | None, options: dict[str, Any]) -> Z3Engine:
+        return Z3Engine(timeout, options)
