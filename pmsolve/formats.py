@@ -14,7 +14,7 @@ Mapping formats (detected automatically when reading):
     instruction; a repeated µop is issued more than once), with an ``arch`` object.
 ``explainable``
     The explainable-mapping format of the Zen+ reference: ``{"ports": [...], "data": {insn:
-    {"portusage": [[[ports], count], ...], ...}}}``.
+    {"portusage": [[[ports], count], ...], ...}}}``; schemes with empty port usage are skipped.
 ``uopsinfo``
     A JSON object ``{insn: "1*p0156+1*p23"}``: uops.info-style port strings (one character per
     port name; a bare ``p06`` counts once).
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -115,9 +116,14 @@ def _read_pmevo(data: dict) -> PortMapping:
 
 
 def _read_explainable(data: dict) -> PortMapping:
+    """Schemes with an empty ``portusage`` are those the study could not explain (micro-coded,
+    outside the model): they have no port mapping, so they are left out, with a warning."""
     ports = [str(p) for p in data["ports"]]
     uops = {insn: [([str(p) for p in ps], n) for ps, n in entry["portusage"]]
-            for insn, entry in data["data"].items()}
+            for insn, entry in data["data"].items() if entry["portusage"]}
+    skipped = len(data["data"]) - len(uops)
+    if skipped:
+        warnings.warn(f"{skipped} schemes without port usage left out of the mapping", stacklevel=4)
     return PortMapping(ports, uops)
 
 

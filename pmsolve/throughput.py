@@ -202,13 +202,20 @@ def _lp_data(mapping: PortMapping, experiment: Experiment):
     return c, a_ub, np.zeros(len(ports)), a_eq, b_eq
 
 
-def lp_inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: float | None = None,
-                          solver: str = "highs") -> float:
-    """Inverse throughput as the optimum of the LP of Thm 3.7 / 3.12 (minimise t subject to:
-    each µop's mass is spread over its ports, every port's load ≤ t).
+@dataclass(frozen=True)
+class LpSolution:
+    """Optimum of the throughput LP: t and the load it puts on every port."""
 
-    ``solver`` is ``"highs"`` (highspy) or ``"scipy"`` (``scipy.optimize.linprog``); ``"auto"``
-    uses highspy when installed and scipy otherwise.
+    inverse_throughput: float
+    port_loads: dict[str, float]
+
+
+def solve_lp(mapping: PortMapping, experiment: Experiment, solver: str = "auto") -> LpSolution:
+    """Solve the LP of Thm 3.7 / 3.12: minimise t subject to each µop's mass being spread over
+    its ports and every port's load being at most t.
+
+    ``solver`` is ``"highs"`` (highspy), ``"scipy"`` (``scipy.optimize.linprog``), or
+    ``"auto"`` (highspy when installed, else scipy).
     """
     c, a_ub, b_ub, a_eq, b_eq = _lp_data(mapping, experiment)
     if solver == "auto":
@@ -218,20 +225,28 @@ def lp_inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: f
         except ImportError:
             solver = "scipy"
     if solver == "highs":
-        value = _solve_highspy(c, a_ub, b_ub, a_eq, b_eq)
+        value, x = _solve_highspy(c, a_ub, b_ub, a_eq, b_eq)
     elif solver == "scipy":
         from scipy.optimize import linprog
         res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
         if res.status != 0:
             raise SolverError(f"scipy linprog failed on the throughput LP: {res.message}")
-        value = float(res.fun)
+        value, x = float(res.fun), np.asarray(res.x)
     else:
         raise SolverError(f"unknown LP solver {solver!r}: choose highs, scipy or auto")
+    loads = a_ub[:, 1:] @ x[1:]
+    return LpSolution(value, dict(zip(mapping.ports, map(float, loads))))
+
+
+def lp_inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: float | None = None,
+                          solver: str = "auto") -> float:
+    """Inverse throughput as the LP optimum (see :func:`solve_lp`), capped by ``r_max``."""
+    value = solve_lp(mapping, experiment, solver).inverse_throughput
     r = _check_r_max(r_max)
     return max(value, experiment.size / float(r)) if r is not None else value
 
 
-def _solve_highspy(c, a_ub, b_ub, a_eq, b_eq) -> float:
+def _solve_highspy(c, a_ub, b_ub, a_eq, b_eq) -> tuple[float, np.ndarray]:
     try:
         import highspy
     except ImportError:
@@ -259,7 +274,7 @@ def _solve_highspy(c, a_ub, b_ub, a_eq, b_eq) -> float:
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise SolverError(f"HiGHS did not solve the throughput LP: {h.modelStatusToString(h.getModelStatus())}")
-    return float(h.getInfo().objective_function_value)
+    return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
 
 
 # --------------------------------------------------------------------------- schedule definition

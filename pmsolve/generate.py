@@ -1,0 +1,40 @@
+"""Random port mappings and experiments, for benchmarks, tests and simulated ground truths.
+
+Deterministic under a :class:`numpy.random.Generator` (pass ``np.random.default_rng(seed)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pmsolve.errors import ValidationError
+from pmsolve.model import Experiment, PortMapping
+
+
+def port_names(n: int) -> list[str]:
+    return [str(j) for j in range(n)]
+
+
+def random_mapping(rng: np.random.Generator, n_ports: int, n_insns: int, *, max_uops: int = 1,
+                   max_ports_per_uop: int | None = None, max_uop_count: int = 1) -> PortMapping:
+    """A random mapping: each instruction gets 1..max_uops µops with random non-empty port
+    sets of size 1..max_ports_per_uop, each issued 1..max_uop_count times.
+    ``max_uops = max_uop_count = 1`` gives a two-level mapping."""
+    if n_ports < 1 or n_insns < 1 or max_uops < 1 or max_uop_count < 1:
+        raise ValidationError("random_mapping needs at least one port, instruction and µop")
+    width = min(max_ports_per_uop or n_ports, n_ports)
+    ports = port_names(n_ports)
+    uops = {}
+    for i in range(n_insns):
+        uops[f"i{i}"] = [(list(rng.choice(ports, size=int(rng.integers(1, width + 1)), replace=False)),
+                          int(rng.integers(1, max_uop_count + 1)))
+                         for _ in range(int(rng.integers(1, max_uops + 1)))]
+    return PortMapping(ports, uops)
+
+
+def random_experiment(rng: np.random.Generator, instructions: list[str] | tuple[str, ...],
+                      length: int) -> Experiment:
+    """An experiment of ``length`` instruction instances drawn uniformly with replacement."""
+    if length < 1:
+        raise ValidationError(f"experiment length must be ≥ 1, got {length}")
+    return Experiment(list(rng.choice(list(instructions), size=length)))
