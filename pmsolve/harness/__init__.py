@@ -1,0 +1,12 @@
+"""The measurement side: oracles that answer throughput experiments (DESIGN §4).
+
+Every oracle implements :class:`~pmsolve.harness.oracle.Oracle`; inference algorithms only
+talk to that protocol, so a simulated ground truth, a recorded file and (later) real hardware
+are interchangeable. :func:`open_oracle` builds one from a CLI spec string.
+"""
+
+from pmsolve.harness.oracle import Oracle, open_oracle
+from pmsolve.harness.recorded import RecordedOracle
+from pmsolve.harness.simulated import SimulatedOracle
+
+__all__ = ["Oracle", "RecordedOracle", "SimulatedOracle", "open_oracle"]

@@ -1,0 +1,72 @@
+"""The oracle protocol: what an inference algorithm may ask of a machine (DESIGN §4).
+
+Kept deliberately small so that a hardware oracle and a caching measurement store can plug in
+later: a batch ``measure`` call (batches let a hardware oracle assemble many kernels at once),
+the instruction schemes it can run, and an optional total-µop counter.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+from urllib.parse import parse_qsl
+
+from pmsolve.errors import ValidationError
+from pmsolve.model import Experiment
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """Answers throughput experiments.
+
+    ``measure`` returns one inverse throughput (cycles per loop iteration) per experiment, in
+    order. ``uop_counts`` returns the total µops per iteration, or raises
+    :class:`~pmsolve.errors.ValidationError` when ``has_uop_counter`` is false.
+    """
+
+    @property
+    def instructions(self) -> tuple[str, ...]: ...
+
+    @property
+    def has_uop_counter(self) -> bool: ...
+
+    def measure(self, experiments: Sequence[Experiment]) -> list[float]: ...
+
+    def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]: ...
+
+    def describe(self) -> str: ...
+
+
+ORACLE_KINDS = ("simulated", "recorded")
+
+
+def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+    """Split ``KIND:PATH[?key=value&...]`` into its parts, or raise a clear error."""
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise ValidationError(f"bad oracle spec {spec!r}: expected KIND:PATH with KIND one of "
+                              f"{', '.join(ORACLE_KINDS)} (e.g. simulated:mapping.json?r_max=5)")
+    path, _, query = rest.partition("?")
+    try:
+        options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    except ValueError:
+        raise ValidationError(f"bad oracle spec {spec!r}: options must look like ?key=value&key=value") from None
+    return kind, path, options
+
+
+def open_oracle(spec: str) -> Oracle:
+    """Build an oracle from a spec string.
+
+    * ``simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1&uops=1]`` — a known mapping answers,
+      optionally capped by a front end, with seeded multiplicative noise and a µop counter;
+    * ``recorded:FILE`` — measurements from a file (pmsolve or PMEvo experiment list).
+    """
+    kind, path, options = parse_spec(spec)
+    if kind == "simulated":
+        from pmsolve.harness.simulated import SimulatedOracle
+        return SimulatedOracle.from_spec(path, options)
+    if kind == "recorded":
+        from pmsolve.harness.recorded import RecordedOracle
+        if options:
+            raise ValidationError(f"oracle spec {spec!r}: recorded oracles take no options, got {sorted(options)}")
+        return RecordedOracle.from_file(path)
+    raise ValidationError(f"unknown oracle kind {kind!r} in {spec!r}: choose one of {', '.join(ORACLE_KINDS)}")
