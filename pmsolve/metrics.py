@@ -82,10 +82,11 @@ def heatmap(series: dict[str, Sequence[float]], measured: Sequence[float], path:
     fig, axes = plt.subplots(1, len(preds), figsize=(4.6 * len(preds), 4.2), squeeze=False)
     edges = np.linspace(0, hi, bins + 1)
     for ax, (name, p) in zip(axes[0], preds.items()):
-        counts, _, _ = np.histogram2d(m, p, bins=[edges, edges])
+        # outliers beyond the 99.5 % quantile are drawn in the outermost bins, not dropped
+        counts, _, _ = np.histogram2d(np.clip(m, 0, hi), np.clip(p, 0, hi), bins=[edges, edges])
         img = ax.pcolormesh(edges, edges, counts.T, norm=LogNorm(vmin=1, vmax=max(counts.max(), 1)),
                             cmap="viridis")
-        ax.plot([0, hi], [0, hi], color="white", lw=0.8, ls="--")
+        ax.plot([0, hi], [0, hi], color="grey", lw=0.8, ls="--")
         acc = accuracy(p, m)
         ax.set_title(f"{name}\nMAPE {100 * acc.mape:.1f} %, τ {acc.kendall_tau_b:.2f}", fontsize=10)
         ax.set_xlabel("measured cycles / iteration")

@@ -1,0 +1,119 @@
+"""The command line: outputs, --json, and one clear line with exit code 2 for bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pmsolve.cli import build_parser, main
+from pmsolve.formats import load_mapping, save_experiments, save_mapping
+from pmsolve.generate import random_experiment, random_mapping
+from pmsolve.model import Measurement, PortMapping
+from pmsolve.throughput import inverse_throughput
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+FIG = PortMapping.two_level(["p1", "p2", "p3"], {"mul": ["p1"], "add": ["p1", "p2"], "store": ["p3"]})
+
+
+@pytest.fixture
+def fig_file(tmp_path):
+    path = tmp_path / "fig31.json"
+    save_mapping(FIG, path, "pmevo")
+    return path
+
+
+def run(capsys, *argv):
+    code = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_every_command():
+    text = build_parser().format_help()
+    for cmd in ("convert", "throughput", "evaluate", "demo"):
+        assert cmd in text
+
+
+def test_console_script_runs_as_module():
+    res = subprocess.run([sys.executable, "-m", "pmsolve.cli", "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "throughput" in res.stdout
+
+
+def test_throughput_text_and_json(capsys, fig_file):
+    code, out, _ = run(capsys, "throughput", "-m", fig_file, "-e", "add:2,mul:1,store:1")
+    assert code == 0 and "3/2" in out and "{p1,p2}" in out
+    code, out, _ = run(capsys, "throughput", "-m", fig_file, "-e", "add:2,mul:1,store:1", "-e", "store:3",
+                       "--json")
+    data = json.loads(out)
+    assert data[0]["inverse_throughput"] == "3/2" and data[0]["cpi"] == 0.375
+    assert data[1]["bottleneck_ports"] == ["p3"] and data[1]["cycles"] == 3.0
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["throughput", "-m", "{fig}", "-e", "div:1"], "unknown instruction(s) ['div']"),
+    (["throughput", "-m", "{bad}", "-e", "add:1"], "malformed JSON"),
+    (["throughput", "-m", "/nonexistent.json", "-e", "add:1"], "cannot read file"),
+    (["throughput", "-m", "{fig}"], "give at least one --experiment"),
+    (["throughput", "-m", "{fig}", "-e", "add:1", "--r-max", "-1"], "r_max must be positive"),
+    (["evaluate", "-m", "{fig}", "--measurements", "{fig}"], "not an experiment list"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, fig_file, argv, msg):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    argv = [a.format(fig=fig_file, bad=bad) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("pmsolve: error: ") and err.count("\n") == 1 and msg in err
+
+
+def test_evaluate_against_own_truth_and_heatmap(capsys, tmp_path):
+    rng = np.random.default_rng(1)
+    truth = random_mapping(rng, 6, 12, max_uops=3, max_ports_per_uop=3)
+    other = random_mapping(rng, 6, 12, max_uops=3, max_ports_per_uop=3)
+    exps = [random_experiment(rng, truth.instructions, 5) for _ in range(200)]
+    save_mapping(truth, tmp_path / "truth.json")
+    save_mapping(other, tmp_path / "other.json", "explainable")
+    save_experiments([Measurement(e, float(inverse_throughput(truth, e)), {"const": 2.0}) for e in exps],
+                     tmp_path / "meas.json")
+    code, out, _ = run(capsys, "evaluate", "-m", tmp_path / "truth.json", "-m", tmp_path / "other.json",
+                       "--measurements", tmp_path / "meas.json", "--others", "--json",
+                       "--heatmap", tmp_path / "h.png")
+    data = json.loads(out)
+    assert code == 0 and set(data) == {str(tmp_path / "truth.json"), str(tmp_path / "other.json"), "const"}
+    assert data[str(tmp_path / "truth.json")]["mape"] == 0.0
+    assert data[str(tmp_path / "truth.json")]["kendall_tau_b"] == pytest.approx(1.0)
+    assert data[str(tmp_path / "other.json")]["mape"] > 0
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_convert_round_trip(capsys, tmp_path, fig_file):
+    for fmt in ("pmsolve", "pmevo", "explainable"):
+        code, out, _ = run(capsys, "convert", fig_file, "--to", fmt, "-o", tmp_path / f"{fmt}.json")
+        assert code == 0 and f"format {fmt}" in out
+    renamed = FIG.rename_ports({"p1": "1", "p2": "2", "p3": "3"})
+    save_mapping(renamed, tmp_path / "short.json")
+    assert run(capsys, "convert", tmp_path / "short.json", "--to", "uopsinfo", "-o", tmp_path / "u.json")[0] == 0
+    assert load_mapping(tmp_path / "u.json") == renamed
+    assert load_mapping(tmp_path / "explainable.json") == FIG
+    code, _, err = run(capsys, "convert", fig_file, "--to", "uopsinfo", "-o", tmp_path / "x.json")
+    assert code == 2 and "one-character port names" in err
+
+
+def test_demo_runs(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "-o", tmp_path / "ex.json")
+    assert code == 0 and "4/3" in out and "{0,1,3}" in out
+    assert len(load_mapping(tmp_path / "ex.json").instructions) == 12
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference not present")
+@pytest.mark.parametrize("arch, mape, tau", [("ZEN", 13.7, 0.75), ("SKL", 14.7, 0.72), ("A72", 21.3, 0.62)])
+def test_reproduces_published_pmevo_figures(capsys, arch, mape, tau):
+    base = REFERENCE / "pmevo" / arch
+    code, out, _ = run(capsys, "evaluate", "-m", base / "mapping_pmevo.json",
+                       "--measurements", base / "exps_eval_small_annotated.json", "--json")
+    acc = json.loads(out)["mapping"]
+    assert code == 0 and acc["n"] == 2000
+    assert round(100 * acc["mape"], 1) == mape and round(acc["kendall_tau_b"], 2) == tau
