@@ -51,8 +51,22 @@ def get(name: str) -> Backend:
     if name not in _FACTORIES:
         raise SolverError(f"unknown backend {name!r}; known: {', '.join(_FACTORIES)} (or 'auto')")
     if name not in _INSTANCES:
-        _INSTANCES[name] = _FACTORIES[name]()
+        try:
+            _INSTANCES[name] = _FACTORIES[name]()
+        except Exception as exc:  # a broken backend module must not break the registry
+            _INSTANCES[name] = BrokenBackend(name, f"{type(exc).__name__}: {exc}")
     return _INSTANCES[name]
+
+
+class BrokenBackend(Backend):
+    """Stands in for a registered backend whose module failed to import."""
+
+    def __init__(self, name: str, error: str) -> None:
+        super().__init__()
+        self.name = name
+        self.summary = "failed to load"
+        self._checked = True
+        self._import_error = f"its module failed to load ({error})"
 
 
 def requested_name(backend: str | None) -> str:
@@ -62,18 +76,26 @@ def requested_name(backend: str | None) -> str:
     return os.environ.get(ENV_VAR, "").strip() or AUTO
 
 
-def select(backend: str | None, kind: str, needs: Iterable[str]) -> Backend:
-    """Resolve a name (or auto) to an installed backend able to take `kind` with `needs`."""
+def _fits(b: Backend, kind: str | None, needs: set[str]) -> bool:
+    return (kind is None or C.kind_accepted_by(kind, b.capabilities)) and needs <= b.capabilities
+
+
+def select(backend: str | None, kind: str | None, needs: Iterable[str]) -> Backend:
+    """Resolve a name (or auto) to an installed backend able to take `kind` with `needs`.
+
+    `kind` None means "not known yet" (a session opened without a problem): any kind goes, and
+    auto prefers the SMT backends.
+    """
     needs = set(needs)
     name = requested_name(backend)
     if name == AUTO:
-        for cand in AUTO_ORDER.get(kind, ()) + tuple(_FACTORIES):
+        for cand in AUTO_ORDER[kind or C.SMT] + tuple(_FACTORIES):
             if cand not in _FACTORIES:
                 continue
             b = get(cand)
-            if b.installed and C.kind_accepted_by(kind, b.capabilities) and needs <= b.capabilities:
+            if b.installed and _fits(b, kind, needs):
                 return b
-        want = ", ".join(sorted(needs | {kind}))
+        want = ", ".join(sorted(needs | {kind or C.SMT}))
         raise SolverError(f"no installed backend can solve a {kind} problem needing {want}; "
                           f"installed: {', '.join(n for n in _FACTORIES if get(n).installed) or 'none'}")
     b = get(name)
@@ -82,11 +104,10 @@ def select(backend: str | None, kind: str, needs: Iterable[str]) -> Backend:
         raise SolverError(f"backend {name} is not installed: {err}; install with "
                           f"`pip install {' '.join(b.pip)}` or choose another backend")
     missing = sorted(needs - b.capabilities)
-    if not C.kind_accepted_by(kind, b.capabilities):
-        missing.insert(0, kind)
+    if kind is not None and not C.kind_accepted_by(kind, b.capabilities):
+        missing.insert(0, f"{kind} problems")
     if missing:
-        alts = [n for n in _FACTORIES if get(n).installed
-                and C.kind_accepted_by(kind, get(n).capabilities) and needs <= get(n).capabilities]
+        alts = [n for n in _FACTORIES if get(n).installed and _fits(get(n), kind, needs)]
         raise SolverError(f"backend {name} cannot do what this problem needs: "
                           f"{', '.join(missing)} (it has: {', '.join(sorted(b.capabilities))}); "
                           f"installed backends that can: {', '.join(alts) or 'none'}")
@@ -109,12 +130,12 @@ def format_table(rows: list[dict[str, object]] | None = None) -> str:
     """`describe()` as a fixed-width text table (what `pmsolve backends` prints)."""
     rows = describe() if rows is None else rows
     caps = list(C.ALL)
-    header = ["backend", "installed"] + caps
+    header = ["backend", "installed"] + caps + ["route"]
     table = [header]
     for r in rows:
         have = set(r["capabilities"])  # type: ignore[arg-type]
         table.append([str(r["name"]), "yes" if r["installed"] else "no"]
-                     + ["x" if c in have else "-" for c in caps])
+                     + ["x" if c in have else "-" for c in caps] + [str(r["summary"])])
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths))

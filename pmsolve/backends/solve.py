@@ -15,7 +15,7 @@ from pmsolve.symbolic.problem import Problem
 def choose(problem: Problem | None, backend: str | None = None, *, core: bool = False,
            incremental: bool = False, timeout: float | None = None) -> Backend:
     """The backend that would run `problem` (or any SMT problem when None), or SolverError."""
-    kind = C.problem_kind(problem) if problem is not None else C.SMT
+    kind = C.problem_kind(problem) if problem is not None else None
     needs = C.requirements(problem or Problem(), core=core, incremental=incremental,
                            timeout=timeout is not None)
     return registry.select(backend, kind, needs)
