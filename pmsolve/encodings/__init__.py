@@ -1,0 +1,32 @@
+"""The port-mapping model written once in the IR; any backend of pmsolve.backends solves it.
+
+- `throughput_lp` — the LPs of Thm 3.7 / 3.12.
+- `relate_throughput` — Def. 4.5 (Fig. 4.3 / 4.5 for three levels), with `r_max` and the noise
+  helpers `matches` / `differ` (sec. 4.3); mapping encodings `two_level_mapping`,
+  `fixed_count_mapping`, `power_set_mapping`, `fixed_mapping`; experiment encodings
+  `free_experiment`, `fixed_experiment`.
+- `build_find_mapping` / `find_mapping`, `build_find_other_mapping` / `find_other_mapping` —
+  sec. 4.2.3, over a `Space` of mappings.
+- `build_subsumption` / `subsumes` — AnICA subsumption (Def. 8.7) as SAT.
+- `build_coverage` / `best_coverage` — the coverage ILP of sec. 8.1.7.
+"""
+
+from pmsolve.encodings.cegis import (
+    Space, build_find_mapping, build_find_other_mapping, find_mapping, find_other_mapping,
+)
+from pmsolve.encodings.coverage import best_coverage, build_coverage
+from pmsolve.encodings.experiments import ExperimentEnc, fixed_experiment, free_experiment
+from pmsolve.encodings.lp import ThroughputLp, throughput_lp
+from pmsolve.encodings.mappings import (
+    MappingEnc, UopKind, fixed_count_mapping, fixed_mapping, power_set_mapping, two_level_mapping,
+)
+from pmsolve.encodings.relate import Relation, differ, matches, relate_throughput, separation
+from pmsolve.encodings.subsumption import build_subsumption, subsumes
+
+__all__ = [
+    "ExperimentEnc", "MappingEnc", "Relation", "Space", "ThroughputLp", "UopKind",
+    "best_coverage", "build_coverage", "build_find_mapping", "build_find_other_mapping",
+    "build_subsumption", "differ", "find_mapping", "find_other_mapping", "fixed_count_mapping",
+    "fixed_experiment", "fixed_mapping", "free_experiment", "matches", "power_set_mapping",
+    "relate_throughput", "separation", "subsumes", "throughput_lp", "two_level_mapping",
+]
