@@ -25,6 +25,15 @@ def symbol(name: str) -> str:
     return f"|{name}|"
 
 
+def label(name: str) -> str:
+    """The SMT-LIB2 symbol naming a constraint (own namespace, so it never clashes with a variable)."""
+    return symbol(f"named!{name}")
+
+
+def unquote(sym: str) -> str:
+    return sym[1:-1] if len(sym) >= 2 and sym[0] == sym[-1] == "|" else sym
+
+
 def number(c: Fraction, sort: n.Sort) -> str:
     if sort is n.Sort.INT:
         return str(c.numerator) if c >= 0 else f"(- {-c.numerator})"
@@ -104,7 +113,7 @@ def to_smtlib2(problem: Problem, *, logic: str = "QF_LIRA", get_values: bool = T
         if comments:
             out.append(f"; {c}")
         body = formula(c.formula)
-        out.append(f"(assert (! {body} :named {symbol(c.name)}))" if c.name else f"(assert {body})")
+        out.append(f"(assert (! {body} :named {label(c.name)}))" if c.name else f"(assert {body})")
     if problem.objective is not None:
         sense = "minimize" if problem.objective.sense == "min" else "maximize"
         out.append(f"({sense} {term(problem.objective.term)})")

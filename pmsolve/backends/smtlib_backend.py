@@ -15,7 +15,7 @@ from typing import Any
 from pmsolve.backends import capabilities as C
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend, RawResult, ReplayEngine
-from pmsolve.backends.smtlib import symbol, to_smtlib2
+from pmsolve.backends.smtlib import label, symbol, to_smtlib2, unquote
 from pmsolve.errors import SolverError
 from pmsolve.symbolic.problem import Problem
 
@@ -111,26 +111,27 @@ class SmtlibProcessBackend(Backend):
         except subprocess.TimeoutExpired:
             return RawResult(R.UNKNOWN, reason="solver process timed out")
         replies = parse_sexprs(proc.stdout)
-        if not replies or replies[0] not in ("sat", "unsat", "unknown"):
-            raise SolverError(f"{self.name}: unexpected output {proc.stdout[:200]!r} "
+        first = next((k for k, r in enumerate(replies) if r in ("sat", "unsat", "unknown")), None)
+        if first is None or first > 0:  # errors before check-sat mean the script is wrong
+            raise SolverError(f"{self.name}: unexpected output {proc.stdout[:300]!r} "
                               f"{proc.stderr[:200]!r}")
         status = replies[0]
         if status == "sat":
-            names = {symbol(v.name): v.name for v in problem.variables()}
+            names = {unquote(symbol(v.name)): v.name for v in problem.variables()}
             model = {}
             for reply in replies[1:]:
                 if isinstance(reply, list) and reply and isinstance(reply[0], list):
                     for pair in reply:
-                        if len(pair) == 2 and pair[0] in names:
-                            model[names[pair[0]]] = value_of(pair[1])
+                        if len(pair) == 2 and unquote(pair[0]) in names:
+                            model[names[unquote(pair[0])]] = value_of(pair[1])
             return RawResult(R.SAT, model)
         if status == "unsat":
             core: tuple[str, ...] = ()
             if want_core:
-                names = {symbol(c.name): c.name for c in problem.constraints if c.name}
+                names = {unquote(label(c.name)): c.name for c in problem.constraints if c.name}
                 for reply in replies[1:]:
                     if isinstance(reply, list) and all(isinstance(x, str) for x in reply) \
                             and reply and reply[0] != "error":
-                        core = tuple(names[x] for x in reply if x in names)
+                        core = tuple(names[unquote(x)] for x in reply if unquote(x) in names)
             return RawResult(R.UNSAT, core=core)
         return RawResult(R.UNKNOWN, reason="solver said unknown")
