@@ -241,3 +241,27 @@ def test_encodings_carry_bounds_for_big_m():
     for v in p.variables():
         if hasattr(v, "lo"):
             assert v.lo is not None and v.hi is not None, v.name
+
+
+@pytest.mark.parametrize("backend", [b for b in ("z3", "cvc5") if b in INSTALLED])
+def test_incremental_observations_and_cores(backend):
+    from pmsolve.backends import open_session
+    from pmsolve.encodings import observation
+
+    m_free = two_level_mapping(("a", "b"), ("p1", "p2"), "M.")
+    with open_session(backend, core=True, incremental=True) as s:
+        s.add(m_free.constraints)
+        measured = [(Experiment({"a": 1}), F(1)), (Experiment({"b": 1}), F(1, 2)),
+                    (Experiment({"a": 2}), F(1))]
+        for n, (e, t) in enumerate(measured):
+            cs, match = observation(m_free, e, t, f"o{n}")
+            s.add(cs)
+            s.push()
+            s.add(match, name=f"obs{n}")
+            res = s.check(want_core=True)
+            if n < 2:
+                assert res.status == "sat"
+                s.pop()
+                s.add(match)
+        assert res.status == "unsat" and set(res.core) == {"obs2"}
+        # a:1 -> 1 says one port, a:2 -> 1 says two: the core blames the new measurement

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pmsolve.symbolic import nodes as n
 from pmsolve.symbolic.problem import Problem
-from pmsolve.symbolic.walk import children
 
 LP = "lp"  # linear programs over reals: conjunctions of non-strict comparisons
 MILP = "milp"  # mixed-integer linear programs; richer problems via big-M linearisation
@@ -86,5 +85,3 @@ def kind_accepted_by(kind: str, caps: frozenset[str]) -> bool:
         return bool(caps & {MILP, SMT})
     return bool(caps & {SMT, MILP})  # MILP backends try big-M linearisation
 
-
-__all__ = ["ALL", "DESCRIPTIONS", "problem_kind", "requirements", "kind_accepted_by", "children"]

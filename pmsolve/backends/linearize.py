@@ -242,8 +242,6 @@ class Linearizer:
             hi = self._need(hi, d, "upper", cmp)
             if hi > 0:
                 self._row(self._add((Fraction(1), d), (-hi, off)), None, Fraction(0))
-            else:
-                pass
         if cmp.op in ("=", ">="):
             lo = self._need(lo, d, "lower", cmp)
             if lo < 0:

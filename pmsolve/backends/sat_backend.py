@@ -69,6 +69,10 @@ class SatEngine(Engine):
             return v
         if isinstance(f, n.ImpliesF):
             return self.lit(n.OrF((n.Not(f.lhs), f.rhs)))
+        if isinstance(f, n.Compare) and not f.difference().terms:
+            from pmsolve.symbolic.evaluate import eval_formula
+
+            return self._true if eval_formula(f, {}) else -self._true
         if isinstance(f, n.IffF):
             a, b, v = self.lit(f.lhs), self.lit(f.rhs), self._fresh()
             for cl in ([-v, -a, b], [-v, a, -b], [v, a, b], [v, -a, -b]):

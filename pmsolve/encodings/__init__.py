@@ -6,13 +6,15 @@
   `fixed_count_mapping`, `power_set_mapping`, `fixed_mapping`; experiment encodings
   `free_experiment`, `fixed_experiment`.
 - `build_find_mapping` / `find_mapping`, `build_find_other_mapping` / `find_other_mapping` —
-  sec. 4.2.3, over a `Space` of mappings.
+  sec. 4.2.3, over a `Space` of mappings; `observation` gives one measurement's constraints for
+  incremental use in a `pmsolve.backends.open_session()`.
 - `build_subsumption` / `subsumes` — AnICA subsumption (Def. 8.7) as SAT.
 - `build_coverage` / `best_coverage` — the coverage ILP of sec. 8.1.7.
 """
 
 from pmsolve.encodings.cegis import (
     Space, build_find_mapping, build_find_other_mapping, find_mapping, find_other_mapping,
+    observation,
 )
 from pmsolve.encodings.coverage import best_coverage, build_coverage
 from pmsolve.encodings.experiments import ExperimentEnc, fixed_experiment, free_experiment
@@ -27,6 +29,7 @@ __all__ = [
     "ExperimentEnc", "MappingEnc", "Relation", "Space", "ThroughputLp", "UopKind",
     "best_coverage", "build_coverage", "build_find_mapping", "build_find_other_mapping",
     "build_subsumption", "differ", "find_mapping", "find_other_mapping", "fixed_count_mapping",
-    "fixed_experiment", "fixed_mapping", "free_experiment", "matches", "power_set_mapping",
+    "fixed_experiment", "fixed_mapping", "free_experiment", "matches", "observation",
+    "power_set_mapping",
     "relate_throughput", "separation", "subsumes", "throughput_lp", "two_level_mapping",
 ]

@@ -21,7 +21,7 @@ from pmsolve.encodings.mappings import (
 from pmsolve.encodings.relate import differ, matches, relate_throughput, separation
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.symbolic import Problem
+from pmsolve.symbolic import Formula, Problem
 from pmsolve.throughput import inverse_throughput
 
 Observation = tuple[Experiment, Fraction]
@@ -51,21 +51,39 @@ class Space:
         raise ValidationError(f"unknown mapping space {self.kind!r}: two-level, fixed-counts, power-set")
 
 
+def observation(m_free: MappingEnc, experiment: Experiment, measured: Fraction, tag: str, *,
+                r_max: Fraction | int | None = None, epsilon: Fraction | int | None = None,
+                faithful: bool = False) -> tuple[tuple[Formula, ...], Formula]:
+    """relateThroughput[M_free, e, t_e] for one measurement: (its constraints, the match formula).
+
+    Incremental CEGIS adds these to a session as measurements arrive (sec. 4.3); naming the
+    match formula makes it show up in unsat cores ("these measurements contradict each other").
+    `tag` must be unique per observation: it prefixes the auxiliary variables.
+    """
+    exp = fixed_experiment(experiment, m_free.instructions)
+    rel = relate_throughput(m_free, exp, f"{tag}.", r_max=_frac(r_max), faithful=faithful)
+    return rel.constraints, matches(rel.t, Fraction(measured), exp, _frac(epsilon))
+
+
 def _observations(problem: Problem, m_free: MappingEnc, observations: Sequence[Observation],
                   *, r_max: Fraction | None, epsilon: Fraction | None, faithful: bool) -> None:
     for n, (e, t_e) in enumerate(observations):
-        exp = fixed_experiment(e, m_free.instructions)
-        rel = relate_throughput(m_free, exp, f"o{n}.", r_max=r_max, faithful=faithful)
-        problem.add(rel.constraints)
-        problem.add(matches(rel.t, Fraction(t_e), exp, epsilon), name=f"observed[{e}]")
+        cs, match = observation(m_free, e, Fraction(t_e), f"o{n}", r_max=r_max, epsilon=epsilon,
+                                faithful=faithful)
+        problem.add(cs)
+        problem.add(match, name=f"observed[{e}]")
 
 
 def build_find_mapping(space: Space, observations: Sequence[Observation], *,
                        r_max: Fraction | int | None = None, epsilon: Fraction | int | None = None,
-                       faithful: bool = False) -> tuple[Problem, Callable[[dict], PortMapping]]:
-    """φ_findMapping: a mapping of `space` that explains every observation."""
+                       faithful: bool = False, strict_margin: Fraction | None = None,
+                       ) -> tuple[Problem, Callable[[dict], PortMapping]]:
+    """φ_findMapping: a mapping of `space` that explains every observation.
+
+    With noise ε the match is strict (sec. 4.3); MILP backends then need `strict_margin`.
+    """
     m_free = space.free("M.")
-    p = Problem(name="findMapping")
+    p = Problem(name="findMapping", strict_margin=strict_margin)
     p.add(m_free.constraints)
     _observations(p, m_free, observations, r_max=_frac(r_max), epsilon=_frac(epsilon),
                   faithful=faithful)
@@ -75,12 +93,13 @@ def build_find_mapping(space: Space, observations: Sequence[Observation], *,
 def build_find_other_mapping(space: Space, m1: PortMapping, observations: Sequence[Observation],
                              *, bound: int, r_max: Fraction | int | None = None,
                              epsilon: Fraction | int | None = None, faithful: bool = False,
+                             strict_margin: Fraction | None = None,
                              ) -> tuple[Problem, Callable[[dict], tuple[PortMapping, Experiment]]]:
     """φ_findOtherMapping with experiments of at most `bound` instructions.
 
     For MILP backends the problem carries `strict_margin` = the gap of `separation()` when there
-    is no noise (exact); with noise ε the strict comparisons of sec. 4.3 need a margin the
-    caller must set on the problem.
+    is no noise (exact); with noise ε the strict comparisons of sec. 4.3 need a margin, which
+    the caller passes as `strict_margin` (an approximation of `<` that the SMT routes don't need).
     """
     r, eps = _frac(r_max), _frac(epsilon)
     m_free = space.free("M.")
@@ -95,8 +114,7 @@ def build_find_other_mapping(space: Space, m1: PortMapping, observations: Sequen
     p.add(rel2.constraints)
     p.add(differ(rel1.t, rel2.t, e_free, eps), name="distinguish")
     _observations(p, m_free, observations, r_max=r, epsilon=eps, faithful=faithful)
-    if not eps:
-        p.strict_margin = separation(len(space.ports), r)
+    p.strict_margin = strict_margin if eps else separation(len(space.ports), r)
 
     def decode(model: dict) -> tuple[PortMapping, Experiment]:
         return m_free.decode(model), e_free.decode(model)
