@@ -16,17 +16,27 @@ def port_names(n: int) -> list[str]:
 
 
 def random_mapping(rng: np.random.Generator, n_ports: int, n_insns: int, *, max_uops: int = 1,
-                   max_ports_per_uop: int | None = None, max_uop_count: int = 1) -> PortMapping:
+                   max_ports_per_uop: int | None = None, max_uop_count: int = 1,
+                   uop_vocabulary: int | None = None) -> PortMapping:
     """A random mapping: each instruction gets 1..max_uops µops with random non-empty port
     sets of size 1..max_ports_per_uop, each issued 1..max_uop_count times.
-    ``max_uops = max_uop_count = 1`` gives a two-level mapping."""
+    ``max_uops = max_uop_count = 1`` gives a two-level mapping.
+
+    Real CPUs use a small vocabulary of µop port sets (the Zen+ reference mapping: 11 for
+    1,700 schemes); ``uop_vocabulary = V`` draws every µop from V random port sets like that.
+    """
     if n_ports < 1 or n_insns < 1 or max_uops < 1 or max_uop_count < 1:
         raise ValidationError("random_mapping needs at least one port, instruction and µop")
     width = min(max_ports_per_uop or n_ports, n_ports)
     ports = port_names(n_ports)
+
+    def port_set() -> list[str]:
+        return list(rng.choice(ports, size=int(rng.integers(1, width + 1)), replace=False))
+
+    vocabulary = [port_set() for _ in range(uop_vocabulary)] if uop_vocabulary else None
     uops = {}
     for i in range(n_insns):
-        uops[f"i{i}"] = [(list(rng.choice(ports, size=int(rng.integers(1, width + 1)), replace=False)),
+        uops[f"i{i}"] = [(vocabulary[int(rng.integers(len(vocabulary)))] if vocabulary else port_set(),
                           int(rng.integers(1, max_uop_count + 1)))
                          for _ in range(int(rng.integers(1, max_uops + 1)))]
     return PortMapping(ports, uops)

@@ -170,3 +170,24 @@ def test_evaluate_masks_padding_and_empty():
     weights = np.array([[1, 1, 0], [3, 0, 0]], dtype=np.float64)
     assert list(evaluate_masks(masks, weights)) == [2 / 3, 3.0]
     assert evaluate_masks(np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 2))).shape == (0,)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda p: st.tuples(
+    st.just(p), st.lists(st.lists(st.tuples(st.integers(1, (1 << p) - 1), st.integers(1, 5)), min_size=1, max_size=9),
+                         min_size=1, max_size=8))))
+def test_union_enumeration_equals_port_subset_transform(data):
+    """Both kernels of evaluate_masks (unions of µops; zeta transform over all port sets)."""
+    from pmsolve.throughput import _evaluate_port_subsets
+
+    n_ports, rows = data
+    k = max(len(r) for r in rows)
+    masks = np.array([[m for m, _ in r] + [0] * (k - len(r)) for r in rows], dtype=np.uint64)
+    weights = np.array([[w for _, w in r] + [0] * (k - len(r)) for r in rows], dtype=np.float64)
+    by_unions = evaluate_masks(masks, weights) if k <= n_ports + 2 else None
+    by_ports = _evaluate_port_subsets(masks, weights, n_ports)
+    exact = [max(Fraction(int(sum(w for m, w in r if m & ~q == 0)), q.bit_count()) for q in range(1, 1 << n_ports))
+             for r in rows]
+    assert list(by_ports) == [float(x) for x in exact]
+    if by_unions is not None:
+        assert list(by_unions) == [float(x) for x in exact]
