@@ -255,7 +255,8 @@ def test_auto_picks_by_problem_kind():
     assert solve(mixed_sat()[0]).backend == "z3"
 
 
-@pytest.mark.parametrize("backend", [b for b in ("z3", "sat", "cvc5") if b in INSTALLED])
+@pytest.mark.parametrize("backend", [b for b in ("z3", "sat", "cvc5", "pysmt:z3", "pysmt:cvc5", "smtlib:z3")
+                                     if b in INSTALLED])
 def test_timeout_gives_unknown(backend):
     import time
 

@@ -109,8 +109,12 @@ class PysmtEngine(SmtEngine):
         try:
             r = self.s.solve(assumptions) if assumptions else self.s.solve()
         except SolverReturnedUnknownResultError:
+            self._why = "solver returned unknown (timeout or incompleteness)"
             return R.UNKNOWN
         return R.SAT if r else R.UNSAT
+
+    def _reason(self) -> str:
+        return getattr(self, "_why", "")
 
     def _value(self, v: Any) -> Any:
         val = self.s.get_value(v)
