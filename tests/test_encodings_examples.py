@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pmsolve.backends import get
-from pmsolve.backends.smtlib_backend import parse_sexprs
+from pmsolve.backends.smtlib_backend import find_program, parse_sexprs
 from pmsolve.encodings.examples import EXAMPLES, render
 
 ROOT = Path(__file__).resolve().parent.parent / "encodings"
@@ -35,7 +35,8 @@ def test_no_stray_files():
 @pytest.mark.parametrize("item", [f for f in FILES if f[1] == "smt2"], ids=_id)
 def test_z3_binary_reaches_expected_answer(item):
     ex, _ = item
-    out = subprocess.run(["z3", str(ROOT / f"{ex.name}.smt2")], capture_output=True, text=True)
+    out = subprocess.run([find_program("z3"), str(ROOT / f"{ex.name}.smt2")], capture_output=True,
+                         text=True)
     status = parse_sexprs(out.stdout)[0]
     assert status == ("sat" if ex.status == "optimal" else ex.status), out.stdout[:300]
 

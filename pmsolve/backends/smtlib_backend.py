@@ -7,8 +7,10 @@ validated like any other model.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -20,6 +22,12 @@ from pmsolve.errors import SolverError
 from pmsolve.symbolic.problem import Problem
 
 COMMANDS = {"z3": ["z3", "-in", "-smt2"]}
+
+
+def find_program(name: str) -> str | None:
+    """The program next to this Python (a venv's bin/, where pip puts z3) or on PATH."""
+    here = os.path.dirname(sys.executable)
+    return shutil.which(name, path=os.pathsep.join([here, os.environ.get("PATH", "")]))
 
 
 def parse_sexprs(text: str) -> list[Any]:
@@ -88,8 +96,10 @@ class SmtlibProcessBackend(Backend):
         self.pip = ("z3-solver",) if solver == "z3" else ()
 
     def extra_check(self) -> str | None:
-        if shutil.which(self.command[0]) is None:
+        program = find_program(self.command[0])
+        if program is None:
             return f"the `{self.command[0]}` program is not on PATH"
+        self.command = [program] + self.command[1:]
         return None
 
     def engine(self, timeout: float | None, options: dict[str, Any]) -> ReplayEngine:
