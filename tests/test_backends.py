@@ -281,3 +281,22 @@ def test_describe_rows_and_table():
     table = format_table(rows)
     assert table.splitlines()[0].split()[:3] == ["backend", "installed", "lp"]
     assert all(r["name"] in table for r in rows)
+
+
+def test_auto_degrades_when_a_solver_cannot_be_imported():
+    """Block `import z3` in a fresh interpreter: pmsolve imports, lists z3 as missing, uses cvc5."""
+    code = (
+        "import sys; sys.modules['z3'] = None\n"
+        "import pmsolve\n"
+        "from pmsolve.backends import describe, solve\n"
+        "from pmsolve.symbolic import Bool, Int, Implies, Problem\n"
+        "rows = {r['name']: r for r in describe()}\n"
+        "print(rows['z3']['installed'], rows['pysmt:z3']['installed'])\n"
+        "x = Int('x', 0, 3)\n"
+        "print(solve(Problem().add(Implies(Bool('b'), x > 2)).add(Bool('b'))).backend)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    assert lines[:2] == ["False", "False"]
+    assert lines[2] == ("cvc5" if get("cvc5").installed else "highs")

@@ -23,6 +23,8 @@ class Result:
     names to bool / int / Fraction and has been checked against every constraint with the IR
     evaluator. `exact` is False only when a floating-point solver's real values could not be
     rationalised to an exactly satisfying model and were accepted within `tolerance` instead.
+    `objective` is the exact value of the returned model; exact solvers (z3) prove it optimal,
+    floating ones (HiGHS, scipy) certify optimality only up to their own tolerances.
     """
 
     status: str
