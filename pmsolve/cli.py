@@ -115,6 +115,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- backends
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from pmsolve.backends import describe, format_table
+
+    rows = describe()
+    if args.json:
+        _emit_json(rows)
+    else:
+        print(format_table(rows))
+    return 0
+
+
 # --------------------------------------------------------------------------- demo
 
 EXAMPLE_MAPPING = "zenplus_blocking.json"
@@ -208,6 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--r-max", type=float, help="front-end cap for the mappings")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("backends", help="list solver backends, whether installed, and what each can do",
+                       description="List the solver backends (z3, cvc5, pysmt, HiGHS, scipy, SAT, SMT-LIB2), "
+                                   "whether each is installed, and its capabilities. Choose one with "
+                                   "--backend NAME or $PMSOLVE_BACKEND; 'auto' picks the best installed one.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_backends)
 
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "

@@ -33,7 +33,7 @@ def run(capsys, *argv):
 
 def test_help_lists_every_command():
     text = build_parser().format_help()
-    for cmd in ("convert", "throughput", "evaluate", "demo"):
+    for cmd in ("convert", "throughput", "evaluate", "backends", "demo"):
         assert cmd in text
 
 
@@ -100,6 +100,15 @@ def test_convert_round_trip(capsys, tmp_path, fig_file):
     assert load_mapping(tmp_path / "explainable.json") == FIG
     code, _, err = run(capsys, "convert", fig_file, "--to", "uopsinfo", "-o", tmp_path / "x.json")
     assert code == 2 and "one-character port names" in err
+
+
+def test_backends_lists_every_family(capsys):
+    code, out, _ = run(capsys, "backends", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert code == 0 and {"z3", "cvc5", "highs", "scipy", "sat"} <= set(rows)
+    assert "lp" in rows["highs"]["capabilities"] and rows["scipy"]["installed"]
+    code, out, _ = run(capsys, "backends")
+    assert code == 0 and "installed" in out.splitlines()[0]
 
 
 def test_demo_runs(capsys, tmp_path):
