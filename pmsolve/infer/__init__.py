@@ -1,0 +1,1 @@
+"""Port-mapping inference algorithms: PMEvo (ch. 5) in :mod:`pmsolve.infer.pmevo`."""

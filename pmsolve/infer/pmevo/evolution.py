@@ -1,0 +1,259 @@
+"""PMEvo's evolutionary algorithm (Alg. 5.1, sec. 5.1.3) on DEAP.
+
+Random initialisation, recombination by shuffled split, optional mutation, (N+N) selection
+on the scalarised, per-generation normalised fitness Λ1(D_avg) + Λ2(V), and greedy local
+search on the final population. Fitness evaluation goes through ``toolbox.map`` in chunks, so
+a serial map, a local process pool or a distributed engine can be plugged in. Every completed
+generation is checkpointed atomically (population, objectives, random state), so a resumed
+run continues exactly as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from deap import base, creator, tools
+
+from pmsolve.errors import ValidationError
+from pmsolve.infer.pmevo import checkpoint as ckpt
+from pmsolve.infer.pmevo.fitness import Evaluator, evaluate_chunk
+from pmsolve.infer.pmevo.local_search import Scale, polish_chunk
+from pmsolve.infer.pmevo.operators import Genome, canonical, mutate, random_genome, recombine
+from pmsolve.infer.pmevo.parallel import MapFn, chunks, serial_map
+
+if not hasattr(creator, "PmevoFitness"):
+    # Two objectives to minimise, (D_avg, V); selection scalarises them per generation.
+    creator.create("PmevoFitness", base.Fitness, weights=(-1.0, -1.0))
+    creator.create("PmevoIndividual", list, fitness=creator.PmevoFitness)
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EvolutionConfig:
+    """Parameters of the evolutionary search (the paper used population 100,000).
+
+    ``local_search`` polishes that many of the best distinct final individuals (None: all, as
+    in the paper). ``volume_weight`` scales Λ2(V) against Λ1(D_avg) (1: the paper's equal
+    weights; smaller values favour accuracy over compactness). ``patience`` stops after that many generations without a better D_avg (None:
+    only the generation limit and full convergence stop the run, as in the paper).
+    """
+
+    population: int = 1000
+    generations: int = 100
+    seed: int = 0
+    mutation: float = 0.0
+    local_search: int | None = None
+    patience: int | None = None
+    volume_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.population < 2:
+            raise ValidationError(f"population must be at least 2, got {self.population}")
+        if self.generations < 0:
+            raise ValidationError(f"generations must be ≥ 0, got {self.generations}")
+        if not 0.0 <= self.mutation <= 1.0:
+            raise ValidationError(f"mutation probability must be in [0, 1], got {self.mutation}")
+        if not self.volume_weight >= 0:
+            raise ValidationError(f"volume_weight must be ≥ 0, got {self.volume_weight}")
+        if self.local_search is not None and self.local_search < 0:
+            raise ValidationError(f"local_search must be ≥ 0, got {self.local_search}")
+
+
+@dataclass
+class EvolutionResult:
+    genome: Genome
+    d_avg: float
+    volume: int
+    generations: int
+    evaluations: int
+    converged: bool
+    history: list[dict] = field(default_factory=list)
+
+
+def scalarised(objectives: np.ndarray, volume_weight: float = 1.0) -> np.ndarray:
+    """F = Λ1(D_avg) + w·Λ2(V), each Λ affinely mapping the population's extremes to 0 and
+    1000 (an objective on which everybody agrees contributes 0)."""
+    out = np.zeros(len(objectives))
+    for col, weight in ((0, 1.0), (1, volume_weight)):
+        x = objectives[:, col].astype(np.float64)
+        span = x.max() - x.min()
+        if span > 0:
+            out += weight * 1000.0 * (x - x.min()) / span
+    return out
+
+
+def select_scalarised(individuals: Sequence, k: int, volume_weight: float = 1.0) -> list:
+    """(N+N) selection: the k best by scalarised fitness; ties keep the earlier (parents first)."""
+    objs = np.array([ind.fitness.values for ind in individuals])
+    order = np.argsort(scalarised(objs, volume_weight), kind="stable")
+    return [individuals[j] for j in order[:k]]
+
+
+def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> str:
+    h = hashlib.sha256()
+    for arr in (evaluator.a, evaluator.b, evaluator.na, evaluator.nb, evaluator.measured):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    h.update(repr((evaluator.n_ports, evaluator.n_insns, evaluator.r_max, config.population,
+                   config.seed, config.mutation, config.volume_weight)).encode())
+    return h.hexdigest()
+
+
+Progress = Callable[[dict], None]
+
+
+class Evolution:
+    """One PMEvo run over an :class:`Evaluator`'s experiments."""
+
+    def __init__(self, evaluator: Evaluator, single: Sequence[float], config: EvolutionConfig,
+                 map_fn: MapFn = serial_map, n_chunks: int = 1, checkpoint: str | Path | None = None,
+                 progress: Progress | None = None):
+        if len(single) != evaluator.n_insns:
+            raise ValidationError("need one singleton throughput per instruction")
+        self.ev = evaluator
+        self.config = config
+        self.n_chunks = max(1, n_chunks)
+        self.checkpoint = Path(checkpoint) if checkpoint else None
+        self.progress = progress
+        self.rng = random.Random(config.seed)
+        self.evaluations = 0
+        tb = base.Toolbox()
+        tb.register("genome", random_genome, self.rng, evaluator.n_ports, list(single))
+        tb.register("individual", tools.initIterate, creator.PmevoIndividual, tb.genome)
+        tb.register("population", tools.initRepeat, list, tb.individual)
+        tb.register("mate", recombine, self.rng)
+        tb.register("mutate", mutate, self.rng, n_ports=evaluator.n_ports)
+        tb.register("select", select_scalarised, volume_weight=config.volume_weight)
+        tb.register("map", map_fn)
+        self.toolbox = tb
+        self.logbook = tools.Logbook()
+        self.logbook.header = ["gen", "evals", "best_d", "best_v", "mean_d", "distinct", "seconds"]
+
+    # -- fitness ---------------------------------------------------------------------------
+
+    def _evaluate(self, individuals: list) -> None:
+        genomes = [list(ind) for ind in individuals]
+        parts = chunks(genomes, self.n_chunks)
+        results = self.toolbox.map(partial(evaluate_chunk, self.ev), parts)
+        flat = [r for part in results for r in part]
+        for ind, values in zip(individuals, flat):
+            ind.fitness.values = values
+        self.evaluations += len(individuals)
+
+    # -- checkpointing ---------------------------------------------------------------------
+
+    def _save(self, gen: int, pop: list, converged: bool) -> None:
+        if self.checkpoint is None:
+            return
+        ckpt.save_state(self.checkpoint, {
+            "version": STATE_VERSION, "fingerprint": _fingerprint(self.ev, self.config),
+            "generation": gen, "converged": converged,
+            "population": [list(ind) for ind in pop],
+            "objectives": [ind.fitness.values for ind in pop],
+            "rng": self.rng.getstate(), "evaluations": self.evaluations,
+            "logbook": list(self.logbook), "config": asdict(self.config)})
+
+    def _restore(self) -> tuple[int, list, bool] | None:
+        if self.checkpoint is None:
+            return None
+        state = ckpt.load_state(self.checkpoint)
+        if state is None:
+            return None
+        if state.get("version") != STATE_VERSION or state.get("fingerprint") != _fingerprint(self.ev, self.config):
+            raise ValidationError(f"checkpoint {self.checkpoint} belongs to another run (different experiments, "
+                                  f"measurements, ports, population, seed or mutation); use a new folder")
+        pop = []
+        for genome, values in zip(state["population"], state["objectives"]):
+            ind = creator.PmevoIndividual(genome)
+            ind.fitness.values = tuple(values)
+            pop.append(ind)
+        self.rng.setstate(state["rng"])
+        self.evaluations = state["evaluations"]
+        for row in state["logbook"]:
+            self.logbook.record(**row)
+        return state["generation"], pop, state["converged"]
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _log(self, gen: int, pop: list, t0: float) -> dict:
+        objs = np.array([ind.fitness.values for ind in pop])
+        best = int(np.argmin(scalarised(objs, self.config.volume_weight)))
+        row = {"gen": gen, "evals": self.evaluations, "best_d": float(objs[:, 0].min()),
+               "best_v": int(objs[best, 1]), "mean_d": float(objs[:, 0].mean()),
+               "distinct": len({canonical(ind) for ind in pop}), "seconds": round(time.monotonic() - t0, 2)}
+        self.logbook.record(**row)
+        if self.progress:
+            self.progress({**row, "generations": self.config.generations, "phase": "evolve"})
+        return row
+
+    def _converged(self, pop: list) -> bool:
+        objs = np.array([ind.fitness.values for ind in pop])
+        return bool(np.all(objs.max(axis=0) - objs.min(axis=0) <= 1e-12))
+
+    def evolve(self) -> tuple[list, int, bool]:
+        """Run (or resume) the generations; returns the final population."""
+        cfg, tb = self.config, self.toolbox
+        t0 = time.monotonic()
+        restored = self._restore()
+        if restored:
+            gen, pop, converged = restored
+        else:
+            pop = tb.population(n=cfg.population)
+            self._evaluate(pop)
+            gen, converged = 0, self._converged(pop)
+            self._log(gen, pop, t0)
+            self._save(gen, pop, converged)
+        best_d = min(row["best_d"] for row in self.logbook) if len(self.logbook) else float("inf")
+        stale = 0
+        while gen < cfg.generations and not converged:
+            offspring = []
+            while len(offspring) < cfg.population:
+                i, j = self.rng.sample(range(len(pop)), 2)
+                for genome in tb.mate(pop[i], pop[j]):
+                    if cfg.mutation and self.rng.random() < cfg.mutation:
+                        genome = tb.mutate(genome)
+                    offspring.append(creator.PmevoIndividual(genome))
+            offspring = offspring[:cfg.population]
+            self._evaluate(offspring)
+            pop = tb.select(pop + offspring, cfg.population)
+            gen += 1
+            converged = self._converged(pop)
+            row = self._log(gen, pop, t0)
+            self._save(gen, pop, converged)
+            stale = 0 if row["best_d"] < best_d - 1e-12 else stale + 1
+            best_d = min(best_d, row["best_d"])
+            if cfg.patience is not None and stale >= cfg.patience:
+                break
+        return pop, gen, converged
+
+    def local_search(self, pop: list) -> tuple[Genome, float, int]:
+        """Polish the best distinct individuals greedily; return the fittest result."""
+        objs = np.array([ind.fitness.values for ind in pop])
+        scale = Scale.of(objs, self.config.volume_weight)
+        order = np.argsort(scale.fitness(objs[:, 0], objs[:, 1]), kind="stable")
+        seen, starts = set(), []
+        for j in order:
+            key = canonical(pop[j])
+            if key not in seen:
+                seen.add(key)
+                starts.append(list(pop[j]))
+        limit = self.config.local_search
+        starts = starts if limit is None else starts[:max(1, limit)]
+        if self.progress:
+            self.progress({"phase": "local search", "individuals": len(starts)})
+        results = self.toolbox.map(partial(polish_chunk, self.ev, scale), chunks(starts, self.n_chunks))
+        flat = [r for part in results for r in part]
+        fit = [scale.fitness(d, v) for _, d, v in flat]
+        return flat[int(np.argmin(fit))]
+
+    def run(self) -> EvolutionResult:
+        pop, gen, converged = self.evolve()
+        genome, d, v = self.local_search(pop)
+        return EvolutionResult(genome, d, v, gen, self.evaluations, converged, list(self.logbook))

@@ -1,0 +1,168 @@
+"""The whole PMEvo pipeline (Fig. 5.1): measure singletons, then pairs and ratio pairs; filter
+congruent schemes; evolve a mapping for the representatives; expand it to every scheme."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from pmsolve.errors import ValidationError
+from pmsolve.harness.oracle import Oracle
+from pmsolve.infer.pmevo import checkpoint as ckpt
+from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
+from pmsolve.infer.pmevo.experiments import Congruence, congruence_classes, pair_experiments, singletons
+from pmsolve.infer.pmevo.fitness import Evaluator
+from pmsolve.infer.pmevo.operators import Genome
+from pmsolve.infer.pmevo.parallel import MapFn, local_map
+from pmsolve.model import Experiment, PortMapping, sort_ports
+
+#: Experiments per oracle call: large batches for a hardware oracle, yet visible progress.
+MEASURE_BATCH = 5000
+
+
+@dataclass
+class PmevoResult:
+    """An inferred mapping for all schemes, with what it was inferred from."""
+
+    mapping: PortMapping
+    congruence: Congruence
+    d_avg: float
+    volume: int
+    n_experiments: int
+    evolution: EvolutionResult
+    seconds: float
+    measurements: dict[Experiment, float] = field(repr=False, default_factory=dict)
+
+    def table(self) -> str:
+        """A readable table: one line per congruence class, its µops and its members."""
+        rows = [("representative", "µops", "members")]
+        for rep, members in self.congruence.classes.items():
+            uops = " + ".join(str(u) for u in self.mapping.uops[rep])
+            others = ", ".join(members[1:4]) if len(members) > 1 else "-"
+            if len(members) > 4:
+                others += f" (+{len(members) - 4} more)"
+            rows.append((rep, uops, others))
+        widths = [max(len(r[j]) for r in rows) for j in range(2)]
+        lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
+        lines.insert(1, "-" * (widths[0] + widths[1] + 13))
+        head = (f"PMEvo: {len(self.mapping.instructions)} schemes in {len(self.congruence.classes)} congruence "
+                f"classes, {len(self.mapping.ports)} ports; D_avg {100 * self.d_avg:.2f} % on "
+                f"{self.n_experiments} experiments, µop volume {self.volume}, "
+                f"{self.evolution.generations} generations, {self.evolution.evaluations} evaluations, "
+                f"{self.seconds:.1f} s")
+        return head + "\n" + "\n".join(lines)
+
+
+def stderr_progress(event: dict) -> None:
+    """Default progress display: one short line per event on stderr."""
+    phase = event.get("phase")
+    if phase == "evolve":
+        print(f"pmevo: gen {event['gen']}/{event['generations']}  best D_avg {100 * event['best_d']:.2f} %  "
+              f"V {event['best_v']}  mean D_avg {100 * event['mean_d']:.2f} %  distinct {event['distinct']}  "
+              f"evals {event['evals']}  {event['seconds']:.0f} s", file=sys.stderr, flush=True)
+    elif phase == "measure":
+        print(f"pmevo: measured {event['done']}/{event['total']} experiments", file=sys.stderr, flush=True)
+    elif phase == "local search":
+        print(f"pmevo: local search on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
+    elif phase == "congruence":
+        print(f"pmevo: {event['instructions']} schemes -> {event['classes']} congruence classes "
+              f"(ε {event['epsilon']})", file=sys.stderr, flush=True)
+
+
+def measure_all(oracle: Oracle, instructions: Sequence[str], checkpoint: Path | None = None,
+                progress: Callable[[dict], None] | None = None) -> dict[Experiment, float]:
+    """Singletons first (the ratio pairs depend on them), then pairs and ratio pairs. With a
+    checkpoint folder, finished measurements are kept so a resumed run re-measures nothing."""
+    if checkpoint is not None:
+        saved = ckpt.load_json(checkpoint, ckpt.MEASUREMENTS_FILE)
+        if saved is not None:
+            if saved.get("instructions") != list(instructions):
+                raise ValidationError(f"checkpoint {checkpoint} measured other instructions; use a new folder")
+            return {Experiment(row["counts"]): float(row["cycles"]) for row in saved["measurements"]}
+    singles = singletons(instructions)
+    values = oracle.measure(singles)
+    if len(values) != len(singles):
+        raise ValidationError("oracle returned the wrong number of results")
+    measured = dict(zip(singles, map(float, values)))
+    single = {i: measured[Experiment({i: 1})] for i in instructions}
+    bad = [i for i, t in single.items() if not t > 0]
+    if bad:
+        raise ValidationError(f"oracle gave non-positive throughput for {bad[:3]}")
+    rest = pair_experiments(instructions, single)
+    for k in range(0, len(rest), MEASURE_BATCH):
+        batch = rest[k:k + MEASURE_BATCH]
+        measured.update(zip(batch, map(float, oracle.measure(batch))))
+        if progress:
+            progress({"phase": "measure", "done": len(singles) + k + len(batch), "total": len(singles) + len(rest)})
+    if checkpoint is not None:
+        ckpt.save_json(checkpoint, ckpt.MEASUREMENTS_FILE, {
+            "instructions": list(instructions),
+            "measurements": [{"counts": dict(e.items()), "cycles": t} for e, t in measured.items()]})
+    return measured
+
+
+def build_evaluator(n_ports: int, representatives: Sequence[str], measured: dict[Experiment, float],
+                    r_max: float | None) -> Evaluator:
+    """Fitness data: the measured experiments that use representatives only."""
+    idx = {r: k for k, r in enumerate(representatives)}
+    a, na, b, nb, t = [], [], [], [], []
+    for e, value in measured.items():
+        items = e.items()
+        if not all(i in idx for i, _ in items) or len(items) > 2:
+            continue
+        a.append(idx[items[0][0]])
+        na.append(items[0][1])
+        b.append(idx[items[1][0]] if len(items) == 2 else -1)
+        nb.append(items[1][1] if len(items) == 2 else 0)
+        t.append(value)
+    return Evaluator(n_ports, len(representatives), np.array(a), np.array(na), np.array(b), np.array(nb),
+                     np.array(t), r_max)
+
+
+def genome_to_mapping(genome: Genome, ports: Sequence[str], names: Sequence[str]) -> PortMapping:
+    return PortMapping(ports, {name: [([ports[j] for j in range(len(ports)) if mask >> j & 1], n)
+                                      for mask, n in sorted(entry.items())]
+                               for name, entry in zip(names, genome)})
+
+
+def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfig(), *,
+          instructions: Sequence[str] | None = None, epsilon: float = 0.05, r_max: float | None = None,
+          workers: int = 1, map_fn: MapFn | None = None, checkpoint: str | Path | None = None,
+          progress: Callable[[dict], None] | None = None) -> PmevoResult:
+    """Infer a three-level port mapping with PMEvo.
+
+    ``instructions`` defaults to every scheme the oracle knows. ``r_max`` caps the model's
+    rate (instructions per cycle) like the machine's front end. ``map_fn`` replaces the local
+    pool of ``workers`` processes (e.g. a distributed engine's map). ``checkpoint`` is a folder
+    for measurements and per-generation state; rerunning with the same folder resumes.
+    """
+    t0 = time.monotonic()
+    if n_ports < 1:
+        raise ValidationError(f"--ports must be at least 1, got {n_ports}")
+    insns = list(instructions) if instructions is not None else list(oracle.instructions)
+    if len(insns) < 1 or len(set(insns)) != len(insns):
+        raise ValidationError("PMEvo needs a non-empty list of distinct instructions")
+    folder = Path(checkpoint) if checkpoint else None
+    measured = measure_all(oracle, insns, folder, progress)
+    congruence = congruence_classes(insns, measured, epsilon)
+    reps = list(congruence.representatives)
+    if progress:
+        progress({"phase": "congruence", "instructions": len(insns), "classes": len(reps), "epsilon": epsilon})
+    evaluator = build_evaluator(n_ports, reps, measured, r_max)
+    single = [measured[Experiment({r: 1})] for r in reps]
+    n_chunks = 4 * workers if workers > 1 else 1
+    with local_map(workers if map_fn is None else 1) as pool_map:
+        evo = Evolution(evaluator, single, config, map_fn or pool_map, n_chunks=n_chunks if map_fn is None else 8,
+                        checkpoint=folder, progress=progress)
+        result = evo.run()
+    ports = [str(p) for p in range(n_ports)]
+    rep_mapping = genome_to_mapping(result.genome, ports, reps)
+    expanded = {m: rep_mapping.uops[r] for r, members in congruence.classes.items() for m in members}
+    mapping = PortMapping(ports, expanded)
+    return PmevoResult(mapping, congruence, result.d_avg, result.volume, len(evaluator.measured), result,
+                       time.monotonic() - t0, measured)
