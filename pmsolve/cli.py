@@ -179,6 +179,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- infer pmevo
+
+def cmd_infer_pmevo(args: argparse.Namespace) -> int:
+    from pmsolve.harness import open_oracle
+    from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
+
+    oracle = open_oracle(args.oracle)
+    given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight")
+             if getattr(args, k) is not None}
+    config = EvolutionConfig(seed=args.seed, mutation=args.mutation, local_search=args.local_search,
+                             patience=args.patience, **given)
+    result = infer(oracle, args.ports, config, epsilon=args.epsilon, r_max=args.r_max, workers=args.workers,
+                   checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress)
+    if args.out:
+        save_mapping(result.mapping, args.out, args.to)
+    if args.json:
+        _emit_json({"d_avg": result.d_avg, "volume": result.volume, "experiments": result.n_experiments,
+                    "generations": result.evolution.generations, "evaluations": result.evolution.evaluations,
+                    "seconds": result.seconds, "classes": result.congruence.classes,
+                    "mapping": {i: [{"ports": sort_ports(u.ports), "count": u.count} for u in us]
+                                for i, us in result.mapping.uops.items()}})
+        return 0
+    print(result.table())
+    if args.out:
+        print(f"\nwrote {args.out}")
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -228,6 +256,34 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--backend NAME or $PMSOLVE_BACKEND; 'auto' picks the best installed one.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_backends)
+
+    p = sub.add_parser("infer", help="infer a port mapping from throughput measurements",
+                       description="Infer a port mapping from an oracle's throughput measurements.")
+    infer_sub = p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
+    p = infer_sub.add_parser("pmevo", help="PMEvo: evolutionary inference from singleton and pair experiments",
+                             description="PMEvo (dissertation ch. 5): measure singletons, pairs and ratio pairs, "
+                                         "merge congruent schemes, evolve a three-level mapping (DEAP), polish it "
+                                         "by local search. Interrupt and rerun with the same --checkpoint to resume.")
+    p.add_argument("--oracle", required=True,
+                   help="simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1] or recorded:MEASUREMENTS.json")
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--population", type=int, help="population size N (default 1000)")
+    p.add_argument("--generations", type=int, help="generation limit G (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (runs are deterministic under it)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes for fitness evaluation")
+    p.add_argument("--checkpoint", metavar="DIR", help="folder for measurements and per-generation state")
+    p.add_argument("--epsilon", type=float, default=0.05, help="congruence filtering tolerance (default 0.05)")
+    p.add_argument("--r-max", type=float, help="model a front end of at most R_MAX instructions per cycle")
+    p.add_argument("--mutation", type=float, default=0.0, help="mutation probability per child (default 0, as in the paper)")
+    p.add_argument("--volume-weight", type=float,
+                   help="weight of the normalised µop volume against the normalised error (default 0.01; the paper: 1)")
+    p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (default: all)")
+    p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
+    p.add_argument("-o", "--out", help="write the inferred mapping here")
+    p.add_argument("--to", choices=MAPPING_FORMATS, default="pmsolve", help="format of --out (default: pmsolve)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_infer_pmevo)
 
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "
