@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from deap import base, creator, tools
 
-from pmsolve.errors import ValidationError
+from pmsolve.errors import SolverError, ValidationError
+
+try:
+    from deap import base, creator, tools
+except ImportError:  # pragma: no cover - depends on the installation
+    raise SolverError("PMEvo needs DEAP: pip install 'pmsolve[evo]' (or pip install deap)") from None
+
 from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.fitness import Evaluator, evaluate_chunk
 from pmsolve.infer.pmevo.local_search import Scale, polish_chunk
@@ -41,8 +46,10 @@ class EvolutionConfig:
     """Parameters of the evolutionary search (the paper used population 100,000).
 
     ``local_search`` polishes that many of the best distinct final individuals (None: all, as
-    in the paper). ``volume_weight`` scales Λ2(V) against Λ1(D_avg) (1: the paper's equal
-    weights; smaller values favour accuracy over compactness). ``patience`` stops after that many generations without a better D_avg (None:
+    in the paper). ``volume_weight`` scales Λ2(V) against Λ1(D_avg). The paper weighs both
+    equally (1); on simulated ground truths that converges to compact but inaccurate mappings
+    (D_avg 13 % on a six-scheme toy where 0.01 reaches 0 %), so the default makes volume a
+    tie-breaker among comparably accurate mappings. ``patience`` stops after that many generations without a better D_avg (None:
     only the generation limit and full convergence stop the run, as in the paper).
     """
 
@@ -52,7 +59,7 @@ class EvolutionConfig:
     mutation: float = 0.0
     local_search: int | None = None
     patience: int | None = None
-    volume_weight: float = 1.0
+    volume_weight: float = 0.01
 
     def __post_init__(self) -> None:
         if self.population < 2:
