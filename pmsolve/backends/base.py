@@ -119,6 +119,7 @@ class Session:
         self.timeout = timeout
         self.tolerance = tolerance
         self._frames: list[list[Constraint]] = [[]]
+        self._names: list[set[str]] = [set()]
         self._declared: list[Any] = []
         self.objective: Objective | None = None
         self.strict_margin: Fraction | None = None
@@ -131,8 +132,10 @@ class Session:
                 self.add(f)
             return
         c = Constraint(n.as_formula(formula), name)
-        if name is not None and any(k.name == name for fr in self._frames for k in fr):
-            raise SolverError(f"a constraint named {name!r} is already asserted")
+        if name is not None:
+            if any(name in names for names in self._names):
+                raise SolverError(f"a constraint named {name!r} is already asserted")
+            self._names[-1].add(name)
         self._frames[-1].append(c)
         self._engine.add(c)
 
@@ -151,6 +154,7 @@ class Session:
 
     def push(self) -> None:
         self._frames.append([])
+        self._names.append(set())
         self._engine.push()
 
     def pop(self, count: int = 1) -> None:
@@ -158,6 +162,7 @@ class Session:
             raise SolverError(f"cannot pop {count} level(s): only {len(self._frames) - 1} pushed")
         for _ in range(count):
             self._frames.pop()
+            self._names.pop()
             self._engine.pop()
 
     @property

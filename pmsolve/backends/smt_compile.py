@@ -134,7 +134,8 @@ class SmtEngine(Engine):
     def __init__(self, prims: Prims) -> None:
         self.c = Compiler(prims)
         self._tracks: list[list[tuple[str, Any]]] = [[]]
-        self._bounded: list[set[str]] = [set()]
+        self._bounded: list[set[str]] = [set()]  # variables whose bounds each level asserted
+        self._all_bounded: set[str] = set()
 
     # solver-specific
     def _assert(self, term: Any) -> None: ...
@@ -147,7 +148,7 @@ class SmtEngine(Engine):
         return ""
 
     def _bound_vars(self, roots: list[object]) -> None:
-        done = set().union(*self._bounded)
+        done = self._all_bounded
         for root in roots:
             for v in iter_vars(root):
                 if v.name in done:
@@ -177,7 +178,7 @@ class SmtEngine(Engine):
     def pop(self) -> None:
         self._pop()
         self._tracks.pop()
-        self._bounded.pop()
+        self._all_bounded -= self._bounded.pop()
 
     def check(self, problem: Problem, want_core: bool) -> RawResult:
         if problem.objective is not None:
