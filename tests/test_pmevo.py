@@ -194,3 +194,31 @@ def test_bad_parameters_fail_clearly():
         infer(SimulatedOracle(TRUTH), 0)
     with pytest.raises(PmsolveError, match="1..14 ports"):
         infer(SimulatedOracle(TRUTH), 20, EvolutionConfig(population=4, generations=1))
+
+
+def test_cli_infer_pmevo(tmp_path, capsys):
+    from pmsolve.cli import main
+    from pmsolve.formats import load_mapping, save_mapping
+
+    truth = tmp_path / "truth.json"
+    save_mapping(TRUTH, truth)
+    out = tmp_path / "out.json"
+    rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "200",
+               "--generations", "30", "--seed", "4", "-o", str(out), "--quiet"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "congruence classes" in text and f"wrote {out}" in text
+    inferred = load_mapping(out)
+    assert set(inferred.instructions) == set(TRUTH.instructions)
+    rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
+               "--generations", "2", "--json", "--quiet"])
+    assert rc == 0 and '"d_avg"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spec", ["bogus", "simulated:/nonexistent.json", "telepathy:x"])
+def test_cli_bad_oracle_spec_is_one_line_exit_2(spec, capsys):
+    from pmsolve.cli import main
+
+    assert main(["infer", "pmevo", "--oracle", spec, "--ports", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pmsolve: error:") and "\n" not in err
