@@ -13,7 +13,7 @@ from pmsolve.backends import (
 )
 from pmsolve.backends.base import Backend, RawResult, ReplayEngine
 from pmsolve.errors import SolverError
-from pmsolve.symbolic import And, Bool, Implies, Int, Not, Or, Problem, Real, Sum, ite
+from pmsolve.symbolic import Bool, Implies, Int, Not, Or, Problem, Real, Sum, ite
 
 INSTALLED = [n for n in names() if get(n).installed]
 

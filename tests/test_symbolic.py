@@ -24,7 +24,7 @@ def test_linear_terms_are_normalised():
 
 
 def test_printing_is_infix_and_readable():
-    f = Implies(b & (x <= 3), Or(n.ne(2), Not(c))) 
+    f = Implies(b & (x <= 3), Or(n.ne(2), Not(c)))
     assert str(f) == "(b ∧ (x ≤ 3)) → ((n ≠ 2) ∨ ¬c)"
     assert str(ite(b, x, 0) + 1 >= y) == "ite(b, x, 0) + 1 ≥ y"
     assert str(Iff(b, x.eq(F(1, 3)))) == "b ↔ (x = 1/3)"

@@ -31,7 +31,8 @@ from pmsolve.encodings.sufficiency import build_sufficiency, find_strategy_count
 __all__ = [
     "ExperimentEnc", "MappingEnc", "Relation", "Space", "ThroughputLp", "UopKind",
     "best_coverage", "build_coverage", "build_find_mapping", "build_find_other_mapping",
-    "build_subsumption", "build_sufficiency", "differ", "find_strategy_counterexample", "find_mapping", "find_other_mapping", "fixed_count_mapping",
+    "build_subsumption", "build_sufficiency", "differ", "find_mapping", "find_other_mapping",
+    "find_strategy_counterexample", "fixed_count_mapping",
     "fixed_experiment", "fixed_mapping", "free_experiment", "matches", "observation",
     "power_set_mapping",
     "relate_throughput", "separation", "subsumes", "throughput_lp", "two_level_mapping",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from pmsolve.encodings.experiments import ExperimentEnc, fixed_experiment, free_experiment
+from pmsolve.encodings.experiments import fixed_experiment, free_experiment
 from pmsolve.encodings.mappings import (
     MappingEnc, fixed_count_mapping, fixed_mapping, power_set_mapping, two_level_mapping,
 )

@@ -52,9 +52,9 @@ def build_subsumption(n1: int, n2: int, compatible: Sequence[Sequence[bool]],
             continue
         (i, op1), (k, op2) = a, b
         for j in range(n2):
-            for l in range(n2):
-                if _alias(al2, (j, op1), (l, op2)) != x:
-                    p.add(Or(Not(m[i, j]), Not(m[k, l])), name=None)
+            for j2 in range(n2):
+                if _alias(al2, (j, op1), (j2, op2)) != x:
+                    p.add(Or(Not(m[i, j]), Not(m[k, j2])))
     if n1 >= 2:  # C4
         used = [Or(m[i, k] for i in range(n1)) for k in range(n2)]
         for i in range(n1):

@@ -173,7 +173,8 @@ class Lin(_Arith):
                 if seen != atom:
                     raise ValidationError(
                         f"two different variables are both named {atom.name!r} "
-                        f"({seen.sort.value} [{seen.lo}, {seen.hi}] vs {atom.sort.value} [{atom.lo}, {atom.hi}])"
+                        f"({seen.sort.value} [{seen.lo}, {seen.hi}] vs "
+                        f"{atom.sort.value} [{atom.lo}, {atom.hi}])"
                     )
             acc[atom] = acc.get(atom, Fraction(0)) + c
         items = sorted(((a, c) for a, c in acc.items() if c != 0), key=lambda p: _atom_key(p[0]))
@@ -287,7 +288,8 @@ class BoolVar(Formula):
         if not self.name:
             raise ValidationError("variable name must not be empty")
 
-    __str__ = lambda self: self.name  # noqa: E731
+    def __str__(self) -> str:
+        return self.name
 
 
 def Bool(name: str) -> BoolVar:
@@ -299,7 +301,8 @@ def Bool(name: str) -> BoolVar:
 class BoolConst(Formula):
     value: bool
 
-    __str__ = lambda self: "true" if self.value else "false"  # noqa: E731
+    def __str__(self) -> str:
+        return "true" if self.value else "false"
 
 
 TRUE = BoolConst(True)
