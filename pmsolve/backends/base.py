@@ -80,6 +80,7 @@ class Backend:
     capabilities: frozenset[str] = frozenset()
     modules: tuple[str, ...] = ()
     pip: tuple[str, ...] = ()
+    # (subclasses set these as class attributes or per instance)
 
     def __init__(self) -> None:
         self._import_error: str | None = None
@@ -207,7 +208,7 @@ def finish(backend: str, problem: Problem, raw: RawResult, tolerance: Fraction) 
         raise SolverError(
             f"backend {backend} returned a model that violates the problem: {'; '.join(bad[:3])}"
         )
-    obj = eval_term(problem.objective.term, model) if optimizing else None
+    obj = eval_term(problem.objective.term, model) if problem.objective is not None else None
     return Result(status, backend, model=model, objective=obj, exact=exact, reason=raw.reason)
 
 

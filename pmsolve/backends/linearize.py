@@ -132,7 +132,8 @@ class Linearizer:
         return {}, Fraction(c)
 
     def bounds(self, aff: Affine) -> tuple[Fraction | None, Fraction | None]:
-        lo, hi = aff[1], aff[1]
+        lo: Fraction | None = aff[1]
+        hi: Fraction | None = aff[1]
         for j, c in aff[0].items():
             col = self.m.columns[j]
             a, b = (col.lo, col.hi) if c > 0 else (col.hi, col.lo)
@@ -184,11 +185,9 @@ class Linearizer:
             return hit[1]
         a, b = self.affine(atom.then), self.affine(atom.other)
         (alo, ahi), (blo, bhi) = self.bounds(a), self.bounds(b)
-        lo = None if alo is None or blo is None else min(alo, blo)
-        hi = None if ahi is None or bhi is None else max(ahi, bhi)
         where = f"ite({atom.cond}, ...)"
-        self._need(lo, a if alo is None else b, "lower", where)
-        self._need(hi, a if ahi is None else b, "upper", where)
+        lo = min(self._need(alo, a, "lower", where), self._need(blo, b, "lower", where))
+        hi = max(self._need(ahi, a, "upper", where), self._need(bhi, b, "upper", where))
         y = self._column(f"_ite{len(self.m.columns)}", lo, hi,
                          self._integral(a) and self._integral(b))
         c = self.literal(atom.cond, BOTH)
@@ -196,7 +195,8 @@ class Linearizer:
         yb = self._add((Fraction(1), self._col(y)), (Fraction(-1), b))
         # c = 1 ⇒ y = a :  y - a ≤ U(1-c),  y - a ≥ L(1-c)
         for aff, active in ((ya, c), (yb, self._add((Fraction(-1), c), (Fraction(1), self._const(1))))):
-            lo_, hi_ = self.bounds(aff)
+            lo_ = self._need(self.bounds(aff)[0], aff, "lower", where)
+            hi_ = self._need(self.bounds(aff)[1], aff, "upper", where)
             inactive = self._add((Fraction(1), self._const(1)), (Fraction(-1), active))
             self._row(self._add((Fraction(1), aff), (-hi_, inactive)), None, Fraction(0))
             self._row(self._add((Fraction(1), aff), (-lo_, inactive)), Fraction(0), None)

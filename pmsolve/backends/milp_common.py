@@ -38,7 +38,11 @@ def to_arrays(m: Milp) -> Arrays:
     cost = np.zeros(len(m.columns))
     for j, c in m.objective.items():
         cost[j] = float(c)
-    starts, indices, values, lo, hi = [], [], [], [], []
+    starts: list[int] = []
+    indices: list[int] = []
+    values: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
     bad = False
     for r in m.rows:
         if not r.coeffs:

@@ -131,8 +131,8 @@ class PysmtEngine(SmtEngine):
 
 class PysmtBackend(Backend):
     summary = "pysmt driving a solver"
-    modules = ("pysmt",)
-    pip = ("pysmt",)
+    modules: tuple[str, ...] = ("pysmt",)
+    pip: tuple[str, ...] = ("pysmt",)
 
     def __init__(self, solver: str, solver_pip: str, solver_module: str) -> None:
         super().__init__()

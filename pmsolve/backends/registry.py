@@ -133,7 +133,7 @@ def format_table(rows: list[dict[str, object]] | None = None) -> str:
     header = ["backend", "installed"] + caps + ["route"]
     table = [header]
     for r in rows:
-        have = set(r["capabilities"])  # type: ignore[arg-type]
+        have = set(r["capabilities"])  # type: ignore[call-overload]
         table.append([str(r["name"]), "yes" if r["installed"] else "no"]
                      + ["x" if c in have else "-" for c in caps] + [str(r["summary"])])
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]

@@ -141,9 +141,14 @@ class SmtEngine(Engine):
     def _assert(self, term: Any) -> None: ...
     def _push(self) -> None: ...
     def _pop(self) -> None: ...
-    def _check(self, assumptions: list[Any]) -> str: ...  # "sat" / "unsat" / "unknown"
+    def _check(self, assumptions: list[Any]) -> str:  # "sat" / "unsat" / "unknown"
+        raise NotImplementedError
+
     def _value(self, v: Any) -> Any: ...
-    def _core(self) -> list[Any]: ...
+
+    def _core(self) -> list[Any]:
+        return []
+
     def _reason(self) -> str:
         return ""
 

@@ -131,11 +131,14 @@ class Z3Engine(SmtEngine):
                     opt.add(b)
         for c in problem.constraints:
             opt.add(comp.formula(c.formula))
-        obj = comp.term(problem.objective.term)
-        h = opt.minimize(obj) if problem.objective.sense == "min" else opt.maximize(obj)
+        objective = problem.objective
+        if objective is None:
+            raise SolverError("optimize() needs an objective")
+        obj = comp.term(objective.term)
+        h = opt.minimize(obj) if objective.sense == "min" else opt.maximize(obj)
         r = opt.check()
         if r == z3.sat:
-            val = opt.upper(h) if problem.objective.sense == "min" else opt.lower(h)
+            val = opt.upper(h) if objective.sense == "min" else opt.lower(h)
             if not (z3.is_int_value(val) or z3.is_rational_value(val)):
                 if "oo" in str(val):
                     return RawResult(R.UNBOUNDED, reason=f"objective bound {val}")

@@ -126,15 +126,16 @@ def power_set_mapping(instructions: tuple[str, ...], ports: tuple[str, ...], max
     subsets = [frozenset(c) for r in range(1, len(ports) + 1) for c in combinations(ports, r)]
     var = {(i, u): Int(f"{prefix}insn2uop[{i},{uop_name(u)}]", 0, max_count)
            for i in instructions for u in subsets}
-    wf = [Sum(var[i, u] for u in subsets) >= 1 for i in instructions]
+    wf: list[Formula] = [Sum(var[i, u] for u in subsets) >= 1 for i in instructions]
 
     def uops(exp: ExperimentEnc, p: str) -> tuple[list[UopKind], list[Formula]]:
-        out, extra = [], []
+        out: list[UopKind] = []
+        extra: list[Formula] = []
         bits_of: dict[str, list[tuple[int, BoolVar]]] = {}
         for i in instructions:
             if not exp.counts[i].is_constant:
-                hi = exp.hi[i]
-                bits = [(1 << b, Bool(f"{p}bit[{i},{b}]")) for b in range(max(1, hi.bit_length()))]
+                width = max(1, exp.hi[i].bit_length())
+                bits = [(1 << b, Bool(f"{p}bit[{i},{b}]")) for b in range(width)]
                 extra.append(exp.counts[i].eq(Sum(ite(bv, w, 0) for w, bv in bits)))
                 bits_of[i] = bits
         for u in subsets:
@@ -145,8 +146,8 @@ def power_set_mapping(instructions: tuple[str, ...], ports: tuple[str, ...], max
                     terms.append(var[i, u] * c.const)
                 else:
                     terms.extend(ite(bv, var[i, u] * w, 0) for w, bv in bits_of[i])
-            hi = Fraction(sum(exp.hi[i] for i in instructions) * max_count)
-            out.append(UopKind(uop_name(u), Sum(terms), hi, _const_ports(ports, u)))
+            mass_hi = Fraction(sum(exp.hi[i] for i in instructions) * max_count)
+            out.append(UopKind(uop_name(u), Sum(terms), mass_hi, _const_ports(ports, u)))
         return out, extra
 
     def decode(model: Assignment) -> PortMapping:

@@ -59,13 +59,13 @@ def build_subsumption(n1: int, n2: int, compatible: Sequence[Sequence[bool]],
         used = [Or(m[i, k] for i in range(n1)) for k in range(n2)]
         for i in range(n1):
             nxt = (i + 1) % n1
-            for a in range(n2):
-                for b in range(n2):
-                    if a == b:
+            for ja in range(n2):
+                for jb in range(n2):
+                    if ja == jb:
                         continue
-                    between = [(a + s) % n2 for s in range(1, (b - a) % n2)]
-                    for k in between:
-                        p.add(Or(Not(m[i, a]), Not(m[nxt, b]), Not(used[k])))
+                    between = [(ja + s) % n2 for s in range(1, (jb - ja) % n2)]
+                    for jk in between:
+                        p.add(Or(Not(m[i, ja]), Not(m[nxt, jb]), Not(used[jk])))
 
     def decode(model: dict) -> list[int]:
         return [next(j for j in range(n2) if model[m[i, j].name]) for i in range(n1)]

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational
-from typing import Iterable, Union
+from typing import Iterable, Union, overload
 
 from pmsolve.errors import ValidationError
 
@@ -33,7 +33,7 @@ def to_fraction(value: object, where: str = "constant") -> Fraction:
     if isinstance(value, (int, Fraction)):
         return Fraction(value)
     if isinstance(value, Rational):
-        return Fraction(value.numerator, value.denominator)
+        return Fraction(int(value.numerator), int(value.denominator))
     raise ValidationError(
         f"{where}: expected an int or Fraction, got {type(value).__name__} {value!r} "
         "(floats are refused to keep the IR exact; use Fraction('0.1'))"
@@ -166,7 +166,7 @@ class Lin(_Arith):
     @staticmethod
     def build(pairs: Iterable[tuple[Atom, Fraction]], const: Fraction) -> "Lin":
         acc: dict[Atom, Fraction] = {}
-        names: dict[str, Atom] = {}
+        names: dict[str, NumVar] = {}
         for atom, c in pairs:
             if isinstance(atom, NumVar):
                 seen = names.setdefault(atom.name, atom)
@@ -237,7 +237,16 @@ def Sum(items: Iterable[object]) -> Lin:
     return out
 
 
-def ite(cond: "Formula", then: object, other: object) -> "Lin | Formula":
+@overload
+def ite(cond: object, then: "Formula | bool",  # type: ignore[overload-overlap]
+        other: "Formula | bool") -> "Formula": ...
+
+
+@overload
+def ite(cond: object, then: object, other: object) -> "Lin": ...
+
+
+def ite(cond: object, then: object, other: object) -> "Lin | Formula":
     """If-then-else: numeric when the branches are terms, a formula when they are formulas."""
     cond = as_formula(cond)
     if isinstance(then, (Formula, bool)) and isinstance(other, (Formula, bool)):
