@@ -26,6 +26,10 @@ from pmsolve.errors import SolverError, ValidationError
 from pmsolve.model import Experiment, PortMapping, PortSet, sort_ports
 
 
+#: A front-end cap in instructions per cycle, or None for none.
+RMax = float | int | Fraction | None
+
+
 @dataclass(frozen=True)
 class Bottleneck:
     """An inverse throughput with the port set that limits it.
@@ -40,7 +44,7 @@ class Bottleneck:
     frontend_bound: bool = False
 
 
-def _check_r_max(r_max: float | int | Fraction | None) -> Fraction | None:
+def _check_r_max(r_max: RMax) -> Fraction | None:
     if r_max is None:
         return None
     r = Fraction(r_max)
@@ -49,7 +53,7 @@ def _check_r_max(r_max: float | int | Fraction | None) -> Fraction | None:
     return r
 
 
-def bottleneck(mapping: PortMapping, experiment: Experiment, r_max: float | None = None) -> Bottleneck:
+def bottleneck(mapping: PortMapping, experiment: Experiment, r_max: RMax = None) -> Bottleneck:
     """Exact inverse throughput and bottleneck ports (Thm 5.2), optionally capped by ``r_max``."""
     mass = mapping.uop_masses(experiment)
     # Close the µop port sets under union: the candidate Qs of the formula.
@@ -68,7 +72,8 @@ def bottleneck(mapping: PortMapping, experiment: Experiment, r_max: float | None
     return Bottleneck(best, best_q)
 
 
-def inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: float | None = None) -> Fraction:
+def inverse_throughput(mapping: PortMapping, experiment: Experiment,
+                       r_max: RMax = None) -> Fraction:
     """Exact inverse throughput tp⁻¹ (cycles per iteration) by the bottleneck formula."""
     return bottleneck(mapping, experiment, r_max).inverse_throughput
 
@@ -196,7 +201,7 @@ class MaskBatch:
                        for i, m, w in rows.values())
         return cls(len(pairs), np.array([e.size for _, e in pairs], dtype=np.float64), groups)
 
-    def evaluate(self, r_max: float | None = None) -> np.ndarray:
+    def evaluate(self, r_max: RMax = None) -> np.ndarray:
         r = _check_r_max(r_max)
         out = np.zeros(self.size)
         for idx, masks, weights in self.groups:
@@ -205,13 +210,13 @@ class MaskBatch:
 
 
 def batch_inverse_throughput(pairs: Sequence[tuple[PortMapping, Experiment]],
-                             r_max: float | None = None) -> np.ndarray:
+                             r_max: RMax = None) -> np.ndarray:
     """Inverse throughputs (float64) of many (mapping, experiment) pairs at once; equal to
     ``float(inverse_throughput(m, e, r_max))`` exactly. See :class:`MaskBatch`."""
     return MaskBatch.compile(pairs).evaluate(r_max)
 
 
-def evaluate_many(mapping: PortMapping, experiments: Sequence[Experiment], r_max: float | None = None) -> np.ndarray:
+def evaluate_many(mapping: PortMapping, experiments: Sequence[Experiment], r_max: RMax = None) -> np.ndarray:
     """Inverse throughputs of many experiments under one mapping (float64)."""
     return batch_inverse_throughput([(mapping, e) for e in experiments], r_max)
 
@@ -276,7 +281,7 @@ def solve_lp(mapping: PortMapping, experiment: Experiment, solver: str = "auto")
     return LpSolution(value, dict(zip(mapping.ports, map(float, loads))))
 
 
-def lp_inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: float | None = None,
+def lp_inverse_throughput(mapping: PortMapping, experiment: Experiment, r_max: RMax = None,
                           solver: str = "auto") -> float:
     """Inverse throughput as the LP optimum (see :func:`solve_lp`), capped by ``r_max``."""
     value = solve_lp(mapping, experiment, solver).inverse_throughput
