@@ -66,7 +66,13 @@ def cmd_throughput(args: argparse.Namespace) -> int:
     results = []
     for exp in _experiments_from_args(args, mapping):
         b = bottleneck(mapping, exp, args.r_max)
+        if args.backend:  # the same number again through a solver; raises if it disagrees
+            from pmsolve.encodings.lp import solve_inverse_throughput
+            solve_inverse_throughput(mapping, exp, args.backend, args.r_max)
         results.append((exp, b))
+    if args.backend:
+        print(f"checked by backend {args.backend}: every value agrees with the bottleneck formula",
+              file=sys.stderr)
     if args.json:
         _emit_json([{"experiment": dict(e.items()), "inverse_throughput": _fmt_fraction(b.inverse_throughput),
                      "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
@@ -207,6 +213,26 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- isa list
+
+def cmd_isa_list(args: argparse.Namespace) -> int:
+    from pmsolve.isa import load_catalogue
+
+    cat = load_catalogue(host=not args.any_host)
+    schemes = cat.filter(args.filter)
+    if not args.all:
+        schemes = [s for s in schemes if cat.status(s) == "offered"]
+    if args.json:
+        _emit_json([{**s.to_json(), "status": cat.status(s)} for s in schemes])
+        return 0
+    rows = [(s.name, s.category, s.extension, s.memory, s.signature()) + ((cat.status(s),) if args.all else ())
+            for s in schemes]
+    header = ("scheme", "category", "extension", "memory", "operands") + (("status",) if args.all else ())
+    print(_table(header, rows))
+    print(f"\n{len(schemes)} of {len(cat)} schemes" + ("" if args.all else " (offered on this host; --all shows excluded ones)"))
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment as 'insn:count,insn:count' (';' separates when names contain commas); repeatable")
     p.add_argument("--experiments", help="file of experiments (pmsolve or PMEvo format)")
     p.add_argument("--r-max", type=float, help="front-end cap: at most R_MAX instructions per cycle")
+    p.add_argument("--backend", metavar="NAME",
+                   help="also solve each experiment with this solver backend (LP, or relateThroughput on "
+                        "SMT solvers; see `pmsolve backends`) and check it agrees")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_throughput)
 
@@ -284,6 +313,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_infer_pmevo)
+
+    p = sub.add_parser("isa", help="the x86-64 instruction-scheme catalogue",
+                       description="Instruction schemes generated from iced-x86 (isa/x86_64.json), with the "
+                                   "curated exclusions of isa/exclusions.txt and the host's CPUID features applied.")
+    isa_sub = p.add_subparsers(dest="isa_command", metavar="ACTION")
+    p = isa_sub.add_parser("list", help="list instruction schemes",
+                           description="List the schemes offered on this host (or all with --all). FILTER is "
+                                       "comma-separated terms key=glob (name, mnemonic, category, extension, memory, "
+                                       "encoding, feature, status) or a bare name substring, e.g. "
+                                       "'category=vec-fma,name=*ymm*'.")
+    p.add_argument("--filter", "-f", help="filter expression")
+    p.add_argument("--all", action="store_true", help="include excluded and host-unsupported schemes, with the reason")
+    p.add_argument("--any-host", action="store_true", help="ignore the host's CPUID features")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_isa_list)
 
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "

@@ -52,7 +52,15 @@ def test_throughput_text_and_json(capsys, fig_file):
     assert data[1]["bottleneck_ports"] == ["p3"] and data[1]["cycles"] == 3.0
 
 
+@pytest.mark.parametrize("backend", ["z3", "cvc5", "pysmt:cvc5", "highs", "scipy"])
+def test_throughput_through_a_backend(capsys, fig_file, backend):
+    code, out, err = run(capsys, "throughput", "-m", fig_file, "-e", "add:2,mul:1,store:1", "--backend", backend)
+    assert code == 0 and "3/2" in out and f"checked by backend {backend}" in err
+
+
 @pytest.mark.parametrize("argv, msg", [
+    (["throughput", "-m", "{fig}", "-e", "add:1", "--backend", "nosuch"], "unknown backend 'nosuch'"),
+    (["throughput", "-m", "{fig}", "-e", "add:1", "--backend", "sat"], "cannot do what this problem needs"),
     (["throughput", "-m", "{fig}", "-e", "div:1"], "unknown instruction(s) ['div']"),
     (["throughput", "-m", "{bad}", "-e", "add:1"], "malformed JSON"),
     (["throughput", "-m", "/nonexistent.json", "-e", "add:1"], "cannot read file"),

@@ -41,3 +41,36 @@ def throughput_lp(mapping: PortMapping, experiment: Experiment,
         prob.add(t >= Fraction(experiment.size) / Fraction(r_max), name="Rmax")
     prob.minimize(t)
     return ThroughputLp(prob, t.lin())
+
+
+def solve_inverse_throughput(mapping: PortMapping, experiment: Experiment, backend: str | None = None,
+                             r_max: Fraction | int | None = None) -> Fraction:
+    """tp⁻¹ through a solver backend, exact: the LP of Thm 3.7 / 3.12 where the backend can
+    optimise, else relateThroughput (Def. 4.5) with t free, whose models all have t = tp⁻¹
+    (Thm 4.4). Either way the answer is checked against the exact bottleneck formula."""
+    from pmsolve.backends import get, requested_name, solve
+    from pmsolve.encodings.experiments import fixed_experiment
+    from pmsolve.encodings.mappings import fixed_mapping
+    from pmsolve.encodings.relate import relate_throughput
+    from pmsolve.errors import SolverError
+    from pmsolve.symbolic import evaluate
+    from pmsolve.throughput import inverse_throughput
+
+    name = requested_name(backend)
+    lp = throughput_lp(mapping, experiment, r_max)
+    if name == "auto" or "optimize" in get(name).capabilities:
+        result = solve(lp.problem, name)
+        value = result.objective
+    else:
+        rel = relate_throughput(fixed_mapping(mapping), fixed_experiment(experiment, mapping.instructions),
+                                "", r_max=r_max)
+        prob = Problem(name=f"relateThroughput of {experiment}")
+        for c in rel.constraints:
+            prob.add(c)
+        result = solve(prob, name)
+        value = evaluate(rel.t, result.model) if result.feasible else None
+    exact = inverse_throughput(mapping, experiment, r_max)
+    if value is None or Fraction(value) != exact:
+        raise SolverError(f"backend {result.backend} gave tp⁻¹ {value} for {experiment}, "
+                          f"but the bottleneck formula gives {exact} ({result.status})")
+    return exact
