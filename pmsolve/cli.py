@@ -134,6 +134,47 @@ def cmd_backends(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- encode
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    from pmsolve.backends.lpfile import to_lp_format
+    from pmsolve.backends.smtlib import to_smtlib2
+
+    if args.export:
+        from pmsolve.encodings.examples import export_examples
+
+        paths = export_examples(args.export)
+        print(f"wrote {len(paths)} files to {args.export}: " + ", ".join(p.name for p in paths))
+        return 0
+    if not (args.mapping and args.experiment):
+        raise ValidationError("give --export DIR, or --mapping FILE and --experiment 'insn:count,...'")
+    from pmsolve.encodings.experiments import fixed_experiment
+    from pmsolve.encodings.lp import throughput_lp
+    from pmsolve.encodings.mappings import fixed_mapping
+    from pmsolve.encodings.relate import relate_throughput
+    from pmsolve.symbolic import Problem
+
+    mapping = load_mapping(args.mapping)
+    exp = Experiment.parse(args.experiment, known=mapping.instructions)
+    mapping = mapping.restrict(exp)  # only the µops that take part; raises on unknown names
+    if args.encoding == "lp":
+        problem = throughput_lp(mapping, exp, args.r_max).problem
+    else:
+        rel = relate_throughput(fixed_mapping(mapping), fixed_experiment(exp, mapping.instructions), "",
+                                r_max=args.r_max)
+        problem = Problem(name=f"relateThroughput (Def. 4.5) of {exp}")
+        for c in rel.constraints:
+            problem.add(c)
+    text = to_lp_format(problem) if args.format == "lp" else to_smtlib2(problem)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 # --------------------------------------------------------------------------- demo
 
 EXAMPLE_MAPPING = "zenplus_blocking.json"
@@ -328,6 +369,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--any-host", action="store_true", help="ignore the host's CPUID features")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_isa_list)
+
+    p = sub.add_parser("encode", help="export encodings as SMT-LIB2 or LP files for any solver",
+                       description="Write the throughput LP (Thm 3.7/3.12) or relateThroughput (Def. 4.5) of "
+                                   "a mapping and experiment as SMT-LIB2 or CPLEX-LP text, or export the "
+                                   "dissertation's worked examples (--export DIR).")
+    p.add_argument("--export", metavar="DIR", help="write all worked examples (.smt2 / .lp) into DIR")
+    p.add_argument("--mapping", "-m", help="mapping file")
+    p.add_argument("--experiment", "-e", help="experiment as 'insn:count,...'")
+    p.add_argument("--encoding", choices=["lp", "relate"], default="lp", help="which encoding (default lp)")
+    p.add_argument("--format", choices=["smt2", "lp"], default="smt2", help="output format (default smt2)")
+    p.add_argument("--r-max", type=int, help="front-end cap in instructions per cycle")
+    p.add_argument("-o", "--out", help="output file (default: standard output)")
+    p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "

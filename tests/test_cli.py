@@ -33,7 +33,7 @@ def run(capsys, *argv):
 
 def test_help_lists_every_command():
     text = build_parser().format_help()
-    for cmd in ("convert", "throughput", "evaluate", "backends", "demo"):
+    for cmd in ("convert", "throughput", "evaluate", "backends", "encode", "demo"):
         assert cmd in text
 
 
@@ -117,6 +117,21 @@ def test_backends_lists_every_family(capsys):
     assert "lp" in rows["highs"]["capabilities"] and rows["scipy"]["installed"]
     code, out, _ = run(capsys, "backends")
     assert code == 0 and "installed" in out.splitlines()[0]
+
+
+def test_encode_exports_runnable_smtlib(capsys, tmp_path, fig_file):
+    import shutil
+
+    code, out, _ = run(capsys, "encode", "-m", fig_file, "-e", "add:2,mul:1,store:1", "--encoding", "relate",
+                       "-o", tmp_path / "r.smt2")
+    assert code == 0
+    z3 = shutil.which("z3") or str(Path(sys.executable).with_name("z3"))
+    res = subprocess.run([z3, str(tmp_path / "r.smt2")], capture_output=True, text=True, timeout=60)
+    assert res.stdout.startswith("sat") and "(t (/ 3.0 2.0))" in res.stdout.replace("\n", " ")
+    code, out, _ = run(capsys, "encode", "-m", fig_file, "-e", "add:1", "--format", "lp")
+    assert code == 0 and "minimize" in out.lower()
+    code, out, _ = run(capsys, "encode", "--export", tmp_path / "ex")
+    assert code == 0 and (tmp_path / "ex" / "ex3_8_lp.smt2").exists()
 
 
 def test_demo_runs(capsys, tmp_path):

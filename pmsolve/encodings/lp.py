@@ -57,6 +57,7 @@ def solve_inverse_throughput(mapping: PortMapping, experiment: Experiment, backe
     from pmsolve.throughput import inverse_throughput
 
     name = requested_name(backend)
+    mapping = mapping.restrict(experiment)  # instructions outside the experiment add nothing
     lp = throughput_lp(mapping, experiment, r_max)
     if name == "auto" or "optimize" in get(name).capabilities:
         result = solve(lp.problem, name)
