@@ -270,15 +270,22 @@ def _describe(ins, ops, info, code_name, gas, factory, feat_names, reg_names, fl
             operands.append(Operand("imm", "imm", width, True, False))
         else:
             operands.append(Operand("const", "imm", width, True, False, None, value))
-    implicit: list[Operand] = []
+    merged: dict[int, list] = {}  # one implicit operand per register (iced may list a read and a write)
     for ur in ii.used_registers():
         full = I.RegisterInfo(ur.register).full_register
         if full in explicit_regs or ur.register == _reg(MEM_BASE):
             continue
         read, write = _access(ur.access)
-        rname = reg_names[ur.register].lower()
-        rcls = "gpr" if I.RegisterInfo(ur.register).size <= 8 and not rname.startswith(("xmm", "ymm")) else rname[:3]
-        implicit.append(Operand("reg", rcls, I.RegisterInfo(ur.register).size * 8, read, write, rname))
+        entry = merged.setdefault(full, [ur.register, False, False])
+        if I.RegisterInfo(ur.register).size > I.RegisterInfo(entry[0]).size:
+            entry[0] = ur.register
+        entry[1] |= read
+        entry[2] |= write
+    implicit: list[Operand] = []
+    for reg, read, write in merged.values():
+        rname = reg_names[reg].lower()
+        rcls = rname[:3] if rname.startswith(("xmm", "ymm")) else "gpr"
+        implicit.append(Operand("reg", rcls, I.RegisterInfo(reg).size * 8, read, write, rname))
     flags_read = _flags(ins.rflags_read)
     flags_written = _flags(ins.rflags_modified)
     feats = tuple(feat_names[f] for f in ins.cpuid_features())

@@ -1,0 +1,201 @@
+"""Operand allocation (dissertation Alg. 3.1) and unrolling for throughput microbenchmarks.
+
+Operand candidates are partitioned into three disjoint sets per register class and for memory:
+``O_R`` (only ever read), ``O_W`` (only ever written) and ``O_RW`` (only used by read-and-written
+operands). ``O_R`` and ``O_W`` get just as many candidates as the most demanding scheme needs;
+``O_RW`` gets the rest, so the unavoidable read-after-write chains through read-written operands
+are as many and as short as possible. Each operand takes the candidate of its set that was used
+least recently (line 13). Immediates are ``2^(W-8) + 42`` (line 9). Registers with a fixed role
+are never allocated: ``rsp`` (stack), ``r15`` (loop counter), ``r14`` (memory base: every memory
+operand is ``disp(%r14)`` with disjoint, 64-byte spaced displacements) and ``r13`` (a small
+positive divisor); hardwired registers of the block's schemes (``cl`` of shifts, ``rdx`` of mulx)
+are taken out of the pools as well, so nothing allocated ever writes them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from pmsolve.errors import ValidationError
+from pmsolve.isa.render import GPRS, reg_name, render, representative
+from pmsolve.isa.scheme import Operand, Scheme
+
+MEM_BASE = "r14"
+LOOP_COUNTER = "r15"
+DIVISOR = "r13"
+DIVISOR_VALUE = 3
+RESERVED = ("rsp", LOOP_COUNTER, MEM_BASE, DIVISOR)
+VECTOR_REGS = tuple(f"vec{i}" for i in range(16))
+UNROLL_TARGETS = (40, 80, 200)
+MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 63   # [r14 + 32 + 64 i], one 4 KiB page
+
+
+def immediate(width: int) -> int:
+    """Alg. 3.1 line 9: W-bit immediates are 2^(W-8) + 42."""
+    return 2 ** (width - 8) + 42
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A scheme with concrete operands. ``values`` per operand: a register name without ``%``,
+    a memory operand ``disp(%r14)``, or an immediate integer."""
+
+    scheme: Scheme
+    values: tuple[str | int, ...]
+
+    def text(self) -> str:
+        return render(self.scheme, self.values)
+
+    def locations(self) -> tuple[set[str], set[str], set[str]]:
+        """(read-only, write-only, read-and-written) locations: register representatives
+        (``rax``, ``vec3``) and memory slots (``mem:160``); implicit operands included."""
+        r: set[str] = set()
+        w: set[str] = set()
+        rw: set[str] = set()
+        pairs = list(zip(self.scheme.operands, self.values)) + [(o, o.fixed) for o in self.scheme.implicit]
+        for o, v in pairs:
+            if o.kind == "reg":
+                loc = representative(str(v))
+            elif o.kind == "mem":
+                if not (o.read or o.write):
+                    r.add(MEM_BASE)
+                    continue
+                loc = "mem:" + str(v).split("(")[0]
+                r.add(MEM_BASE)
+            else:
+                continue
+            (rw if o.read and o.write else r if o.read else w if o.write else set()).add(loc)
+        return r, w, rw
+
+
+def _pool_key(o: Operand) -> str:
+    if o.kind == "mem":
+        return "mem"
+    return "gpr" if o.cls == "gpr" else "vec"
+
+
+def _role(o: Operand) -> str:
+    return "RW" if o.read and o.write else "R" if o.read else "W"
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The candidate sets ``O_R``, ``O_W``, ``O_RW`` per pool (gpr, vec, mem)."""
+
+    sets: Mapping[tuple[str, str], tuple[str, ...]]
+
+    def __getitem__(self, key: tuple[str, str]) -> tuple[str, ...]:
+        return self.sets.get(key, ())
+
+
+def fixed_registers(schemes: Iterable[Scheme]) -> set[str]:
+    """Representatives of all hardwired registers the schemes use (explicit fixed and implicit)."""
+    out: set[str] = set()
+    for s in schemes:
+        for o in list(s.operands) + list(s.implicit):
+            if o.fixed and o.kind == "reg":
+                out.add(representative(o.fixed))
+    return out
+
+
+def partition(schemes: Sequence[Scheme]) -> Partition:
+    """Sec. 3.2.1: small O_R and O_W (what the most demanding scheme needs), the rest O_RW."""
+    fixed = fixed_registers(schemes)
+    need: Counter[tuple[str, str]] = Counter()
+    for s in set(schemes):
+        per: Counter[tuple[str, str]] = Counter()
+        for o in s.operands:
+            if o.fixed or o.kind in ("imm", "const"):
+                continue
+            if o.kind == "mem" and not (o.read or o.write):
+                per[("mem", "R")] += 1   # an address only (lea): any never-written slot
+                continue
+            per[(_pool_key(o), _role(o))] += 1
+        for k, n in per.items():
+            need[k] = max(need[k], n)
+    pools = {
+        "gpr": [r for r in GPRS if r not in RESERVED and r not in fixed],
+        "vec": [v for v in VECTOR_REGS if v not in fixed],
+        "mem": [f"{MEM_SLOT_OFFSET + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS)],
+    }
+    sets: dict[tuple[str, str], tuple[str, ...]] = {}
+    for pool, cands in pools.items():
+        n_r, n_w = need[(pool, "R")], need[(pool, "W")]
+        n_rw_min = 1 if need[(pool, "RW")] else 0
+        if n_r + n_w + max(n_rw_min, need[(pool, "RW")]) > len(cands):
+            raise ValidationError(f"operand allocation: the schemes need {n_r} read-only, {n_w} write-only and "
+                                  f"{need[(pool, 'RW')]} read-written {pool} operands, but only {len(cands)} "
+                                  f"{pool} candidates are free")
+        sets[(pool, "W")] = tuple(cands[:n_w])
+        sets[(pool, "R")] = tuple(cands[n_w:n_w + n_r])
+        sets[(pool, "RW")] = tuple(cands[n_w + n_r:])
+    return Partition(sets)
+
+
+def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[Instance]:
+    """Alg. 3.1: instantiate a list of schemes, each operand with the least recently used
+    candidate of its set (a timestamp per candidate, advanced per operand)."""
+    part = part or partition(schemes)
+    last_use: dict[str, int] = {}
+    now = 0
+    out: list[Instance] = []
+    for s in schemes:
+        values: list[str | int] = []
+        taken: set[str] = set()  # distinct candidates for the operands of one instruction
+        for o in s.operands:
+            now += 1
+            if o.kind == "imm":
+                values.append(immediate(o.width))
+                continue
+            if o.kind == "const":
+                values.append(o.value if o.value is not None else 1)
+                continue
+            if o.fixed:
+                values.append(o.fixed)
+                continue
+            role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o)
+            cands = [c for c in part[(_pool_key(o), role)] if c not in taken]
+            if not cands:
+                raise ValidationError(f"operand allocation: no {role} candidate left for {s.name}")
+            chosen = min(cands, key=lambda c: last_use.get(c, 0))  # stable: first of the least recent
+            last_use[chosen] = now
+            taken.add(chosen)
+            values.append(chosen if o.kind == "mem" else reg_name(chosen, o))
+        out.append(Instance(s, tuple(values)))
+    return out
+
+
+def unroll_factors(size: int, targets: Sequence[int] = UNROLL_TARGETS) -> list[int]:
+    """Copies of an experiment of ``size`` instructions giving about 40/80/200 instructions."""
+    return sorted({max(1, round(t / size)) for t in targets})
+
+
+def body(counts: Mapping[Scheme, int] | Sequence[tuple[Scheme, int]], factor: int) -> list[Scheme]:
+    """The unrolled list of schemes: ``factor`` copies of the experiment, each in a fixed order
+    (schemes interleaved round-robin so that equal schemes are spread out)."""
+    items = sorted(counts.items() if isinstance(counts, Mapping) else counts, key=lambda kv: kv[0].name)
+    one: list[Scheme] = []
+    left = {s.name: c for s, c in items}
+    while any(left.values()):
+        for s, _ in items:
+            if left[s.name]:
+                one.append(s)
+                left[s.name] -= 1
+    return one * factor
+
+
+def dependency_report(instances: Sequence[Instance]) -> dict[str, set[str]]:
+    """Locations that break the allocation's promise (for tests and sanity checks): read-only
+    locations that something writes, write-only ones that something reads, and read-written
+    ones also used in a read-only or write-only role."""
+    r: set[str] = set()
+    w: set[str] = set()
+    rw: set[str] = set()
+    for ins in instances:
+        a, b, c = ins.locations()
+        r |= a
+        w |= b
+        rw |= c
+    return {"read_but_written": r & (w | rw), "written_but_read": w & (r | rw), "rw_shared": rw & (r | w)}
