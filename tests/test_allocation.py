@@ -84,3 +84,16 @@ def test_allocated_blocks_assemble():
     proc = subprocess.run(["as", "--64", "-o", "/dev/null", "-"], input="\n".join(blocks) + "\n",
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[:2000]
+
+
+def test_hardwired_write_read_conflict_is_refused():
+    from dataclasses import replace
+
+    from pmsolve.errors import ValidationError
+    from pmsolve.isa.scheme import Operand
+
+    writer = replace(CAT["add_r64_r64"], name="fake_writes_rcx",
+                     implicit=(Operand("reg", "gpr", 64, False, True, "rcx"),))
+    with pytest.raises(ValidationError, match="hardwired register rcx"):
+        allocate(body({writer: 1, CAT["shl_r64_cl"]: 1}, 2))
+    assert allocate(body({writer: 1, CAT["add_r64_r64"]: 1}, 2))  # a lone writer is fine (O_W)

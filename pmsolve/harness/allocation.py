@@ -100,8 +100,28 @@ def fixed_registers(schemes: Iterable[Scheme]) -> set[str]:
     return out
 
 
+def check_hardwired(schemes: Iterable[Scheme]) -> None:
+    """Refuse blocks where one scheme writes a hardwired register that another reads: that
+    read-after-write dependency cannot be allocated away (sec. 3.2.1)."""
+    readers: dict[str, str] = {}
+    writers: dict[str, str] = {}
+    for s in schemes:
+        for o in list(s.operands) + list(s.implicit):
+            if o.fixed and o.kind == "reg":
+                rep = representative(o.fixed)
+                if o.read:
+                    readers.setdefault(rep, s.name)
+                if o.write:
+                    writers.setdefault(rep, s.name)
+    for rep in sorted(set(readers) & set(writers)):
+        raise ValidationError(f"operand allocation: {writers[rep]} writes the hardwired register {rep} "
+                              f"that {readers[rep]} reads; these schemes cannot share an experiment "
+                              "without a read-after-write dependency")
+
+
 def partition(schemes: Sequence[Scheme]) -> Partition:
     """Sec. 3.2.1: small O_R and O_W (what the most demanding scheme needs), the rest O_RW."""
+    check_hardwired(schemes)
     fixed = fixed_registers(schemes)
     need: Counter[tuple[str, str]] = Counter()
     for s in set(schemes):

@@ -23,7 +23,7 @@ GPR_ALIAS.update({"ah": "rax", "bh": "rbx", "ch": "rcx", "dh": "rdx"})
 def representative(reg: str) -> str:
     """The register a name aliases with: ``ecx`` -> ``rcx``, ``ymm3``/``xmm3`` -> ``vec3``."""
     reg = reg.lower()
-    if reg.startswith(("xmm", "ymm")):
+    if reg.startswith(("xmm", "ymm", "zmm")):
         return "vec" + reg[3:]
     return GPR_ALIAS.get(reg, reg)
 

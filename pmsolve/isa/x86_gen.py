@@ -273,7 +273,7 @@ def _describe(ins, ops, info, code_name, gas, factory, feat_names, reg_names, fl
     merged: dict[int, list] = {}  # one implicit operand per register (iced may list a read and a write)
     for ur in ii.used_registers():
         full = I.RegisterInfo(ur.register).full_register
-        if full in explicit_regs or ur.register == _reg(MEM_BASE):
+        if full in explicit_regs or full == _reg(MEM_BASE):
             continue
         read, write = _access(ur.access)
         entry = merged.setdefault(full, [ur.register, False, False])
