@@ -1,0 +1,415 @@
+"""The hardware oracle: measure experiments on this x86-64 Linux machine (DESIGN.md §4).
+
+Per experiment: unroll to about 40/80/200 instructions (:mod:`pmsolve.harness.allocation`),
+allocate operands (Alg. 3.1), wrap each variant in the frame ``harness/frame_x86_64.s``,
+assemble a whole batch with one GNU ``as`` call, and measure in an isolated worker process
+(:mod:`pmsolve.harness.worker`): rounds of ``T(2n) - T(n)`` samples with interleaved clock
+calibration, the median per variant, the fastest variant per experiment. A reference kernel
+(independent ``add r64, imm8``) is sampled before and after; when it deviates from its baseline
+or the spread is above the tolerance, the experiment is measured again (a few times, backing
+off). The spread is reported per experiment and flagged when it stays high. A kernel that
+faults becomes an error for its experiment; the campaign goes on with a fresh worker.
+
+>>> from pmsolve.harness.hardware import HardwareOracle
+>>> with HardwareOracle() as hw:                                    # doctest: +SKIP
+...     hw.measure([Experiment({"add_r64_r64": 1}), Experiment({"imul_r64_r64": 1})])
+[0.251, 1.0]
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.harness.allocation import allocate, body, unroll_factors
+from pmsolve.isa import Catalogue, load_catalogue
+from pmsolve.model import Experiment
+
+CALIBRATION = "pmsolve_cal"
+REFERENCE = "pmsolve_ref"
+REFERENCE_SCHEME = "add_r64_i8"
+REFERENCE_COUNT = 200
+
+
+class MeasurementError(PmsolveError, RuntimeError):
+    """An experiment could not be measured (assembler rejection, fault, worker failure)."""
+
+
+def harness_dir() -> Path:
+    env = os.environ.get("PMSOLVE_HARNESS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "harness"
+
+
+def frame() -> str:
+    path = harness_dir() / "frame_x86_64.s"
+    try:
+        text = path.read_text()
+    except OSError:
+        raise MeasurementError(f"measurement frame {path} is missing") from None
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def available() -> str | None:
+    """None when this host can run the hardware oracle, else the reason why not."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return f"the hardware oracle needs an x86-64 CPU (this is {platform.machine()})"
+    if sys.platform != "linux":
+        return "the hardware oracle needs Linux"
+    for tool in ("as", "objcopy", "nm"):
+        if not shutil.which(tool):
+            return f"the hardware oracle needs GNU binutils ({tool} is missing)"
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx " not in flags and " avx\n" not in flags:
+        return "the measurement frame needs AVX (vzeroupper, ymm registers)"
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Harness settings; every field is part of the measurement store's key."""
+
+    rounds: int = 5
+    unroll_targets: tuple[int, ...] = (40, 80, 200)
+    target_ticks: int = 40_000          # TSC ticks per timed run of n iterations (~16 µs at 2.4 GHz)
+    noise_tolerance: float = 0.02       # relative spread / reference deviation that triggers re-measuring
+    max_retries: int = 3
+    frame_version: int = 1
+
+    def key(self) -> dict:
+        d = asdict(self)
+        d["unroll_targets"] = list(self.unroll_targets)
+        return d
+
+
+@dataclass
+class Result:
+    """One experiment's measurement: cycles per experiment copy (the fastest variant's median)."""
+
+    experiment: Experiment
+    cycles: float | None
+    spread: float | None = None            # relative_spread of the chosen variant's rounds
+    noisy: bool = False                   # spread or reference deviation stayed above tolerance
+    attempts: int = 1
+    error: str | None = None
+    samples: dict[str, list[float]] = field(default_factory=dict)   # variant -> cycles per copy
+    reference: list[float] = field(default_factory=list)            # reference cycles/instruction
+    ratios: list[float] = field(default_factory=list)               # TSC ticks per core cycle
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.cycles is not None
+
+
+# ---------------------------------------------------------------------------- assembly
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:
+    """Assemble kernels (label -> body text) in one GNU as call; return the flat code and
+    each label's offset. Raises MeasurementError with the assembler's message on failure."""
+    tmpl = frame()
+    src = ["    .text"]
+    for name, text in kernels.items():
+        src.append(tmpl.replace("{name}", name).replace("{body}", text))
+    with tempfile.TemporaryDirectory(prefix="pmsolve-as-") as tmp:
+        s, o, b = Path(tmp) / "k.s", Path(tmp) / "k.o", Path(tmp) / "k.bin"
+        s.write_text("\n".join(src) + "\n")
+        p = _run(["as", "--64", "-o", str(o), str(s)])
+        if p.returncode:
+            raise MeasurementError("GNU as rejected the kernel: " + " | ".join(p.stderr.strip().splitlines()[:3]))
+        p = _run(["objcopy", "-O", "binary", "--only-section=.text", str(o), str(b)])
+        if p.returncode:
+            raise MeasurementError(f"objcopy failed: {p.stderr.strip()}")
+        p = _run(["nm", "--defined-only", str(o)])
+        symbols = {}
+        for line in p.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "tT" and parts[2] in kernels:
+                symbols[parts[2]] = int(parts[0], 16)
+        code = b.read_bytes()
+    missing = set(kernels) - set(symbols)
+    if missing:
+        raise MeasurementError(f"assembler output lacks kernels {sorted(missing)[:3]}")
+    return code, symbols
+
+
+# ---------------------------------------------------------------------------- worker
+
+class Worker:
+    """A measurement worker process; ``call`` raises WorkerDied when it dies (e.g. SIGSEGV)."""
+
+    class Died(Exception):
+        pass
+
+    def __init__(self, cpu: int | None = None):
+        env = dict(os.environ)
+        if cpu is not None:
+            env["PMSOLVE_WORKER_CPU"] = str(cpu)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "pmsolve.harness.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env)
+        hello = self._read()
+        self.pid = hello["pid"]
+
+    def _read(self) -> dict:
+        try:
+            return pickle.load(self.proc.stdout)
+        except (EOFError, pickle.UnpicklingError):
+            code = self.proc.wait()
+            raise Worker.Died(_signal_name(code)) from None
+
+    def call(self, msg: dict) -> dict:
+        try:
+            pickle.dump(msg, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise Worker.Died(_signal_name(self.proc.wait())) from None
+        reply = self._read()
+        if not reply.get("ok"):
+            raise MeasurementError(f"worker: {reply.get('error')}")
+        return reply
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.call({"op": "quit"})
+            except (Worker.Died, MeasurementError):
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _signal_name(code: int) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            return f"the kernel crashed the worker with {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the worker died with signal {-code}"
+    return f"the worker exited with code {code}"
+
+
+# ---------------------------------------------------------------------------- oracle
+
+class HardwareOracle:
+    """Measures experiments over instruction schemes of the x86-64 catalogue on this machine.
+
+    ``instructions`` defaults to every scheme offered on this host. ``on_error="raise"`` makes
+    :meth:`measure` raise after everything else was measured (and stored, if wrapped in a
+    :class:`~pmsolve.harness.store.StoredOracle`); ``"nan"`` returns NaN for failed experiments.
+    """
+
+    def __init__(self, instructions: Sequence[str] | None = None, settings: Settings = Settings(), *,
+                 catalogue: Catalogue | None = None, batch: int = 48, cpu: int | None = None,
+                 on_error: str = "raise", progress=None):
+        reason = available()
+        if reason:
+            raise MeasurementError(reason)
+        self.catalogue = catalogue or load_catalogue()
+        names = list(instructions) if instructions is not None else [s.name for s in self.catalogue.offered()]
+        self._schemes = {s.name: s for s in self.catalogue.require(names)}
+        self.settings = settings
+        self.batch = max(1, batch)
+        self.cpu = cpu if cpu is not None else (os.cpu_count() or 1) - 1
+        self.on_error = on_error
+        self.progress = progress
+        self.results: dict[Experiment, Result] = {}
+        self._worker: Worker | None = None
+        self._support = self._support_kernels()
+        self.baseline: float | None = None
+
+    # -- protocol
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        return tuple(self._schemes)
+
+    @property
+    def has_uop_counter(self) -> bool:
+        return False
+
+    def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]:
+        raise ValidationError("the hardware oracle has no µop counter (no performance counters on this machine)")
+
+    def describe(self) -> str:
+        return f"hardware oracle ({platform.node()}, {cpu_model()}, {len(self._schemes)} schemes)"
+
+    def fingerprint_settings(self) -> dict:
+        return {"oracle": "hardware", **self.settings.key()}
+
+    def measure(self, experiments: Sequence[Experiment]) -> list[float]:
+        experiments = list(experiments)
+        got = {i: r for i, r in self.measure_iter(experiments)}
+        failed = [got[i] for i in range(len(experiments)) if not got[i].ok]
+        if failed and self.on_error == "raise":
+            shown = "; ".join(f"{r.experiment}: {r.error}" for r in failed[:3])
+            raise MeasurementError(f"{len(failed)} of {len(experiments)} experiment(s) failed: {shown}")
+        return [got[i].cycles if got[i].ok else float("nan") for i in range(len(experiments))]
+
+    def measure_iter(self, experiments: Sequence[Experiment]) -> Iterator[tuple[int, Result]]:
+        """Measure, yielding ``(index, Result)`` as soon as each experiment is done (the store
+        commits each one at once, so a killed campaign loses at most the one in flight)."""
+        experiments = list(experiments)
+        for e in experiments:
+            for insn in e:
+                if insn not in self._schemes:
+                    raise ValidationError(f"hardware oracle: {insn!r} is not among its instruction schemes")
+        for start in range(0, len(experiments), self.batch):
+            chunk = list(enumerate(experiments))[start:start + self.batch]
+            yield from self._measure_batch(chunk)
+
+    # -- internals
+    def _support_kernels(self) -> dict[str, str]:
+        cal = "\n".join(["    addq $1, %rax"] * 200)
+        ref_scheme = self.catalogue[REFERENCE_SCHEME]
+        ref = "\n".join("    " + i.text() for i in allocate(body({ref_scheme: 1}, REFERENCE_COUNT)))
+        return {CALIBRATION: cal, REFERENCE: ref}
+
+    def _kernels(self, idx: int, e: Experiment) -> tuple[dict[str, str], list[tuple[str, int]]]:
+        counts = {self._schemes[n]: c for n, c in e.items()}
+        kernels: dict[str, str] = {}
+        variants = []
+        for f in unroll_factors(e.size, self.settings.unroll_targets):
+            name = f"pmsolve_k{idx}_u{f}"
+            kernels[name] = "\n".join("    " + i.text() for i in allocate(body(counts, f)))
+            variants.append((name, f))
+        return kernels, variants
+
+    def _ensure_worker(self, code: bytes, symbols: dict[str, int]) -> Worker:
+        if self._worker is None or self._worker.proc.poll() is not None:
+            self._worker = Worker(self.cpu)
+            self._loaded = None
+        if self._loaded is not symbols:
+            self._worker.call({"op": "load", "code": code, "symbols": symbols})
+            self._loaded = symbols
+        return self._worker
+
+    def _measure_batch(self, chunk: list[tuple[int, Experiment]]) -> Iterator[tuple[int, Result]]:
+        kernels = dict(self._support)
+        plans: dict[int, list[tuple[str, int]]] = {}
+        errors: dict[int, str] = {}
+        for idx, e in chunk:
+            try:
+                ks, variants = self._kernels(idx, e)
+            except PmsolveError as exc:
+                errors[idx] = str(exc)
+                continue
+            kernels.update(ks)
+            plans[idx] = variants
+        try:
+            code, symbols = assemble(kernels)
+        except MeasurementError:
+            code, symbols = None, None
+        for idx, e in chunk:
+            if idx in errors:
+                yield idx, self._store(Result(e, None, error=errors[idx]))
+                continue
+            c, s = code, symbols
+            if c is None:  # find the experiment the assembler rejects: assemble it alone
+                try:
+                    c, s = assemble({**self._support, **{n: kernels[n] for n, _ in plans[idx]}})
+                except MeasurementError as exc:
+                    yield idx, self._store(Result(e, None, error=str(exc)))
+                    continue
+            yield idx, self._store(self._measure_one(e, plans[idx], c, s))
+            if self.progress:
+                self.progress(idx, e)
+
+    def _store(self, r: Result) -> Result:
+        self.results[r.experiment] = r
+        return r
+
+    def _request(self, variants: list[tuple[str, int]]) -> dict:
+        return {"op": "measure", "calibration": CALIBRATION, "reference": REFERENCE,
+                "reference_instructions": REFERENCE_COUNT, "variants": variants,
+                "rounds": self.settings.rounds, "target_ticks": self.settings.target_ticks}
+
+    def _baseline(self, code: bytes, symbols: dict[str, int]) -> float:
+        """The reference kernel's cycles per instruction at a quiet moment (min of medians)."""
+        if self.baseline is None:
+            w = self._ensure_worker(code, symbols)
+            meds = []
+            for _ in range(5):
+                r = w.call(self._request([(REFERENCE, REFERENCE_COUNT)]))
+                meds.append(statistics.median(r["samples"][REFERENCE]))
+            self.baseline = min(meds)
+        return self.baseline
+
+    def _measure_one(self, e: Experiment, variants, code: bytes, symbols: dict[str, int]) -> Result:
+        tol = self.settings.noise_tolerance
+        best: Result | None = None
+        for attempt in range(1, self.settings.max_retries + 2):
+            try:
+                base = self._baseline(code, symbols)
+                reply = self._ensure_worker(code, symbols).call(self._request(variants))
+            except Worker.Died as died:
+                self._worker = None
+                return Result(e, None, error=str(died), attempts=attempt)
+            medians = {n: statistics.median(v) for n, v in reply["samples"].items()}
+            chosen = min(medians, key=medians.get)
+            vals = reply["samples"][chosen]
+            med = medians[chosen]
+            spread = relative_spread(vals)
+            ref_dev = max(abs(x - base) / base for x in reply["reference"])
+            r = Result(e, med, spread=spread, noisy=spread > tol or ref_dev > tol, attempts=attempt,
+                       samples=reply["samples"], reference=reply["reference"], ratios=reply["ratios"])
+            if best is None or (r.spread or 0) < (best.spread or 0):
+                best = r
+            if not r.noisy:
+                return r
+            best.attempts = attempt
+            time.sleep(0.02 * 2 ** attempt)  # bursts from outside the VM last a while: back off
+        return best
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> "HardwareOracle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """(max - min) / median of the samples; with five or more, the single highest and lowest
+    are dropped first, so one interrupted run does not flag an otherwise tight measurement."""
+    v = sorted(values)
+    med = statistics.median(v)
+    if len(v) >= 5:
+        v = v[1:-1]
+    return (v[-1] - v[0]) / med if med > 0 else 0.0
+
+
+def cpu_model() -> str:
+    try:
+        m = re.search(r"^model name\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+        return m.group(1).strip() if m else platform.processor() or "unknown CPU"
+    except OSError:
+        return platform.processor() or "unknown CPU"

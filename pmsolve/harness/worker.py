@@ -1,0 +1,150 @@
+"""The measurement worker: a separate process that executes generated machine code in-process.
+
+Run as ``python -m pmsolve.harness.worker``; the parent (:mod:`pmsolve.harness.hardware`) talks
+to it with pickled messages over stdin/stdout. Code is copied into an executable anonymous
+mmap that stays alive until the next ``load``, and called through ctypes. A kernel that faults
+(SIGILL, SIGSEGV) kills only this process; the parent turns that into an error for the
+experiment it was measuring and starts a fresh worker.
+
+Timing (App. D, adapted): every kernel returns the TSC ticks of its loop; a sample is
+``(T(2n) - T(n)) / n`` ticks per iteration, converted to core cycles with an *interleaved*
+calibration: a chain of dependent ``add`` (latency 1) measured the same way right before and
+after each round, so frequency changes between rounds cancel out.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import pickle
+import struct
+import sys
+from typing import Any, BinaryIO
+
+KERNEL = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
+MEMORY_SIZE = 1 << 16
+CAL_CHAIN = 200  # dependent adds per calibration iteration
+
+
+def fill_memory(buf: mmap.mmap) -> None:
+    """Operand slots and vector initial values: the double 1.0000001 everywhere (no NaN, no
+    denormal, no zero whatever the element type); reset before every experiment."""
+    pattern = struct.pack("<d", 1.0000001)
+    buf[:] = pattern * (len(buf) // len(pattern))
+
+
+class Executor:
+    def __init__(self) -> None:
+        self.code: mmap.mmap | None = None
+        self.funcs: dict[str, Any] = {}
+        self.memory = mmap.mmap(-1, MEMORY_SIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self.mem_addr = ctypes.addressof(ctypes.c_char.from_buffer(self.memory))
+        fill_memory(self.memory)
+
+    def load(self, code: bytes, symbols: dict[str, int]) -> None:
+        size = max(mmap.PAGESIZE, -(-len(code) // mmap.PAGESIZE) * mmap.PAGESIZE)
+        m = mmap.mmap(-1, size, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        m[:len(code)] = code
+        base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        funcs = {name: KERNEL(base + off) for name, off in symbols.items()}
+        self.funcs = funcs
+        old, self.code = self.code, m  # keep the new map alive; the old one is no longer called
+        del old
+
+    def run(self, name: str, n: int) -> int:
+        return self.funcs[name](n, self.mem_addr)
+
+    def diff(self, name: str, n: int) -> float:
+        """Ticks per iteration from T(2n) - T(n)."""
+        t1 = self.run(name, n)
+        t2 = self.run(name, 2 * n)
+        return (t2 - t1) / n
+
+    def iterations(self, name: str, target_ticks: int) -> int:
+        self.run(name, 16)  # warm up code, data and branch predictors
+        per = max(1.0, self.run(name, 64) / 64)
+        return max(8, int(target_ticks / per) + 1)
+
+    def calibrate(self, cal: str, n: int) -> float:
+        """TSC ticks per core cycle: the dependent add chain runs CAL_CHAIN cycles per iteration.
+        A latency chain cannot run faster than that, so interruptions only inflate it: take the
+        smaller of two runs."""
+        return min(self.diff(cal, n), self.diff(cal, n)) / CAL_CHAIN
+
+    def measure(self, req: dict) -> dict:
+        """Rounds of samples for every unroll variant, interleaved with calibration; reference
+        kernel samples before and after (noise detection is the parent's job)."""
+        fill_memory(self.memory)
+        cal, ref = req["calibration"], req["reference"]
+        target = req["target_ticks"]
+        n_cal = self.iterations(cal, target)
+        n_ref = self.iterations(ref, target)
+        variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
+        samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+        ratios: list[float] = []
+        refs: list[float] = []
+
+        def ref_sample() -> None:
+            r = self.calibrate(cal, n_cal)
+            refs.append(self.diff(ref, n_ref) / r / req["reference_instructions"])
+
+        ref_sample()
+        for _ in range(req["rounds"]):
+            before = self.calibrate(cal, n_cal)
+            raw = [(name, copies, self.diff(name, n)) for name, copies, n in variants]
+            after = self.calibrate(cal, n_cal)
+            ratio = (before + after) / 2
+            ratios.append(ratio)
+            for name, copies, ticks in raw:
+                samples[name].append(ticks / ratio / copies)
+        ref_sample()
+        return {"samples": samples, "ratios": ratios, "reference": refs}
+
+
+def _send(out: BinaryIO, msg: object) -> None:
+    pickle.dump(msg, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    ex = Executor()
+    _send(out, {"ok": True, "pid": os.getpid()})
+    while True:
+        try:
+            req = pickle.load(inp)
+        except EOFError:
+            return
+        op = req.get("op")
+        try:
+            if op == "load":
+                ex.load(req["code"], req["symbols"])
+                _send(out, {"ok": True})
+            elif op == "measure":
+                _send(out, {"ok": True, **ex.measure(req)})
+            elif op == "run":  # one raw call (tests, debugging)
+                _send(out, {"ok": True, "ticks": ex.run(req["name"], req["n"])})
+            elif op == "quit":
+                _send(out, {"ok": True})
+                return
+            else:
+                _send(out, {"ok": False, "error": f"unknown request {op!r}"})
+        except Exception as exc:  # a Python-level failure is reported, a fault kills us
+            _send(out, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def main() -> None:
+    cpu = os.environ.get("PMSOLVE_WORKER_CPU")
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, {int(cpu)})
+        except (OSError, ValueError):
+            pass
+    # the pickle channel owns the real stdout; stray prints go to stderr
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    serve(sys.stdin.buffer, out)
+
+
+if __name__ == "__main__":
+    main()
