@@ -73,7 +73,7 @@ def test_simulated_spec_with_options(tmp_path):
 
 @pytest.mark.parametrize("spec, message", [
     ("nonsense", "expected KIND:PATH"),
-    ("hardware:x", "unknown oracle kind"),
+    ("bogus:x", "unknown oracle kind"),
     ("simulated:", "expected KIND:PATH"),
     ("simulated:/nonexistent/m.json", "cannot read"),
     ("simulated:m.json?bogus=1", "unknown option"),

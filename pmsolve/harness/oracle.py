@@ -36,7 +36,7 @@ class Oracle(Protocol):
     def describe(self) -> str: ...
 
 
-ORACLE_KINDS = ("simulated", "recorded")
+ORACLE_KINDS = ("simulated", "recorded", "hardware", "store")
 
 
 def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -58,7 +58,10 @@ def open_oracle(spec: str) -> Oracle:
 
     * ``simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1&uops=1]`` — a known mapping answers,
       optionally capped by a front end, with seeded multiplicative noise and a µop counter;
-    * ``recorded:FILE`` — measurements from a file (pmsolve or PMEvo experiment list).
+    * ``recorded:FILE`` — measurements from a file (pmsolve or PMEvo experiment list);
+    * ``hardware:STORE.sqlite[?rounds=5&target_ticks=40000]`` — this x86-64 machine, answers kept
+      in the measurement store (``hardware:-`` keeps none);
+    * ``store:STORE.sqlite[?machine=FINGERPRINT]`` — replay a measurement store.
     """
     kind, path, options = parse_spec(spec)
     if kind == "simulated":
@@ -69,4 +72,10 @@ def open_oracle(spec: str) -> Oracle:
         if options:
             raise ValidationError(f"oracle spec {spec!r}: recorded oracles take no options, got {sorted(options)}")
         return RecordedOracle.from_file(path)
+    if kind == "hardware":
+        from pmsolve.harness.hardware import open_hardware
+        return open_hardware(path, options)
+    if kind == "store":
+        from pmsolve.harness.store import open_store_oracle
+        return open_store_oracle(path, options)
     raise ValidationError(f"unknown oracle kind {kind!r} in {spec!r}: choose one of {', '.join(ORACLE_KINDS)}")
