@@ -146,3 +146,20 @@ def test_bad_store_file(tmp_path):
     p.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(FormatError):
         MeasurementStore(p)
+
+
+def test_store_oracle_spec(tmp_path):
+    from pmsolve.errors import ValidationError
+    from pmsolve.harness import open_oracle
+
+    db = tmp_path / "m.sqlite"
+    so = StoredOracle(SimulatedOracle(MAPPING), MeasurementStore(db), settings={"k": 1})
+    vals = so.measure([Experiment({"a": 1}), Experiment({"b": 3})])
+    rec = open_oracle(f"store:{db}")
+    assert rec.measure([Experiment({"b": 3}), Experiment({"a": 1})]) == vals[::-1]
+    StoredOracle(SimulatedOracle(MAPPING, noise=0.1), MeasurementStore(db)).measure([Experiment({"a": 1})])
+    with pytest.raises(ValidationError, match="2 matching"):
+        open_oracle(f"store:{db}")
+    assert open_oracle(f"store:{db}?settings=" + '{"k":1}').measure([Experiment({"a": 1})]) == vals[:1]
+    with pytest.raises(ValidationError, match="does not exist"):
+        open_oracle(f"store:{tmp_path / 'nope.sqlite'}")

@@ -413,3 +413,21 @@ def cpu_model() -> str:
         return m.group(1).strip() if m else platform.processor() or "unknown CPU"
     except OSError:
         return platform.processor() or "unknown CPU"
+
+
+def open_hardware(path: str, options: dict[str, str]):
+    """``hardware:STORE[?rounds=..&target_ticks=..&noise_tolerance=..&max_retries=..]`` (``-``: no store)."""
+    known = {"rounds": int, "target_ticks": int, "noise_tolerance": float, "max_retries": int}
+    unknown = set(options) - set(known)
+    if unknown:
+        raise ValidationError(f"hardware oracle: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+    try:
+        settings = Settings(**{k: known[k](v) for k, v in options.items()})
+    except ValueError as exc:
+        raise ValidationError(f"hardware oracle: bad option value: {exc}") from None
+    oracle = HardwareOracle(settings=settings)
+    if path in ("", "-"):
+        return oracle
+    from pmsolve.harness.store import MeasurementStore, StoredOracle
+
+    return StoredOracle(oracle, MeasurementStore(path))
