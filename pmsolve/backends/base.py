@@ -177,7 +177,21 @@ class Session:
         return p
 
     # --- solving
-    def check(self, want_core: bool = False) -> Result:
+    def check(self, want_core: bool = False, *, values: Any = None) -> Result:
+        """Solve the current stack; the model is validated against every constraint.
+
+        `values` (a list of variables) asks for a partial model: only those variables are read
+        back and the IR validation of the whole model is skipped, which saves most of the time
+        of a check on large incremental stacks. The caller must validate what it uses itself
+        (CEGIS re-checks every decoded mapping with the exact bottleneck formula). Only exact
+        SMT engines have this fast path; the others solve and validate as usual.
+        """
+        fast = getattr(self._engine, "check_values", None)
+        if values is not None and fast is not None:
+            raw = fast(list(values), want_core)
+            if raw.status != R.SAT:
+                return Result(raw.status, self.backend.name, core=tuple(raw.core), reason=raw.reason)
+            return Result(R.SAT, self.backend.name, model=dict(raw.model))
         problem = self.problem()
         raw = self._engine.check(problem, want_core)
         return finish(self.backend.name, problem, raw, self.tolerance)

@@ -204,5 +204,20 @@ class SmtEngine(Engine):
             return RawResult(R.UNSAT, core=core)
         return RawResult(R.UNKNOWN, reason=self._reason())
 
+    def check_values(self, variables: list[Any], want_core: bool) -> RawResult:
+        """A check that reads back only `variables` (see Session.check(values=...)); every
+        asserted constraint already bounded its variables when it was added."""
+        tracks = [t for fr in self._tracks for t in fr]
+        status = self._check([lit for _, lit in tracks])
+        if status == R.SAT:
+            return RawResult(R.SAT, {v.name: self._value(self.c.var(v)) for v in variables})
+        if status == R.UNSAT:
+            core: tuple[str, ...] = ()
+            if want_core:
+                core_ids = {str(x) for x in self._core()}
+                core = tuple(name for name, lit in tracks if str(lit) in core_ids)
+            return RawResult(R.UNSAT, core=core)
+        return RawResult(R.UNKNOWN, reason=self._reason())
+
     def optimize(self, problem: Problem) -> RawResult:
         raise SolverError("this backend cannot optimise an objective")
