@@ -95,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutation", type=float, default=0.0)
     ap.add_argument("--local-search", type=int, default=None)
     ap.add_argument("--patience", type=int, default=None)
+    ap.add_argument("--port-sweeps", type=int, default=0, help="final port-set search passes (extension)")
+    ap.add_argument("--port-top", type=int, default=2)
+    ap.add_argument("--memetic-every", type=int, default=0, help="port-set search every k generations (extension)")
+    ap.add_argument("--evolve-minutes", type=float, default=None, help="stop evolving after this long")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--r-max", type=float, default=5.0)
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = {} if args.volume_weight is None else {"volume_weight": args.volume_weight}
     config = EvolutionConfig(population=args.population, generations=args.generations, seed=args.seed,
                              mutation=args.mutation, local_search=args.local_search, patience=args.patience,
-                             **extra)
+                             port_sweeps=args.port_sweeps, port_top=args.port_top, memetic_every=args.memetic_every,
+                             time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **extra)
     print(f"config: {config}, workers {args.workers}")
     t0 = time.monotonic()
     result = infer(oracle, len(truth.ports), config, r_max=args.r_max, workers=args.workers,

@@ -31,6 +31,7 @@ from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.fitness import Evaluator, evaluate_chunk
 from pmsolve.infer.pmevo.local_search import Scale, polish_chunk
 from pmsolve.infer.pmevo.operators import Genome, canonical, mutate, random_genome, recombine
+from pmsolve.infer.pmevo.port_search import port_search_chunk
 from pmsolve.infer.pmevo.parallel import MapFn, chunks, serial_map
 
 if not hasattr(creator, "PmevoFitness"):
@@ -49,7 +50,14 @@ class EvolutionConfig:
     in the paper). ``volume_weight`` scales Λ2(V) against Λ1(D_avg). The paper weighs both
     equally (1); on simulated ground truths that converges to compact but inaccurate mappings
     (D_avg 13 % on a six-scheme toy where 0.01 reaches 0 %), so the default makes volume a
-    tie-breaker among comparably accurate mappings. ``patience`` stops after that many generations without a better D_avg (None:
+    tie-breaker among comparably accurate mappings.
+
+    Extensions beyond the paper, off by default (see :mod:`~pmsolve.infer.pmevo.port_search`):
+    ``port_sweeps`` > 0 runs up to that many passes of port-set local search on the
+    ``port_top`` best polished mappings at the end; ``memetic_every`` = k > 0 also applies one
+    pass to the ``port_top`` best distinct individuals every k generations and puts the
+    results back into the population (a memetic algorithm). ``time_limit`` (seconds) ends the
+    evolution early; the run is then only reproducible up to where the clock stopped it. ``patience`` stops after that many generations without a better D_avg (None:
     only the generation limit and full convergence stop the run, as in the paper).
     """
 
@@ -60,6 +68,10 @@ class EvolutionConfig:
     local_search: int | None = None
     patience: int | None = None
     volume_weight: float = 0.01
+    port_sweeps: int = 0
+    port_top: int = 2
+    memetic_every: int = 0
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         if self.population < 2:
@@ -70,6 +82,8 @@ class EvolutionConfig:
             raise ValidationError(f"mutation probability must be in [0, 1], got {self.mutation}")
         if not self.volume_weight >= 0:
             raise ValidationError(f"volume_weight must be ≥ 0, got {self.volume_weight}")
+        if self.port_sweeps < 0 or self.port_top < 1 or self.memetic_every < 0:
+            raise ValidationError("port_sweeps and memetic_every must be ≥ 0 and port_top ≥ 1")
         if self.local_search is not None and self.local_search < 0:
             raise ValidationError(f"local_search must be ≥ 0, got {self.local_search}")
 
@@ -109,7 +123,8 @@ def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> str:
     for arr in (evaluator.a, evaluator.b, evaluator.na, evaluator.nb, evaluator.measured):
         h.update(np.ascontiguousarray(arr).tobytes())
     h.update(repr((evaluator.n_ports, evaluator.n_insns, evaluator.r_max, config.population,
-                   config.seed, config.mutation, config.volume_weight)).encode())
+                   config.seed, config.mutation, config.volume_weight, config.port_top,
+                   config.memetic_every)).encode())
     return h.hexdigest()
 
 
@@ -231,6 +246,8 @@ class Evolution:
             self._evaluate(offspring)
             pop = tb.select(pop + offspring, cfg.population)
             gen += 1
+            if cfg.memetic_every and gen % cfg.memetic_every == 0:
+                pop = self._memetic(pop)
             converged = self._converged(pop)
             row = self._log(gen, pop, t0)
             self._save(gen, pop, converged)
@@ -238,25 +255,57 @@ class Evolution:
             best_d = min(best_d, row["best_d"])
             if cfg.patience is not None and stale >= cfg.patience:
                 break
+            if cfg.time_limit is not None and time.monotonic() - t0 > cfg.time_limit:
+                break
         return pop, gen, converged
+
+    def _distinct_best(self, pop: list, scale: Scale, limit: int | None) -> list[int]:
+        """Indices of the best individuals by scaled fitness, one per distinct mapping."""
+        objs = np.array([ind.fitness.values for ind in pop])
+        order = np.argsort(scale.fitness(objs[:, 0], objs[:, 1]), kind="stable")
+        seen, picked = set(), []
+        for j in order:
+            key = canonical(pop[j])
+            if key not in seen:
+                seen.add(key)
+                picked.append(int(j))
+                if limit is not None and len(picked) >= limit:
+                    break
+        return picked
+
+    def _memetic(self, pop: list) -> list:
+        """One pass of port-set search on the best distinct individuals, written back."""
+        objs = np.array([ind.fitness.values for ind in pop])
+        scale = Scale.of(objs, self.config.volume_weight)
+        picked = self._distinct_best(pop, scale, self.config.port_top)
+        work = [list(pop[j]) for j in picked]
+        results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, 1), chunks(work, self.n_chunks))
+        flat = [r for part in results for r in part]
+        pop = list(pop)
+        for j, (genome, d, v) in zip(picked, flat):
+            ind = creator.PmevoIndividual(genome)
+            ind.fitness.values = (d, v)
+            pop[j] = ind
+        self.evaluations += len(picked)
+        return pop
 
     def local_search(self, pop: list) -> tuple[Genome, float, int]:
         """Polish the best distinct individuals greedily; return the fittest result."""
         objs = np.array([ind.fitness.values for ind in pop])
         scale = Scale.of(objs, self.config.volume_weight)
-        order = np.argsort(scale.fitness(objs[:, 0], objs[:, 1]), kind="stable")
-        seen, starts = set(), []
-        for j in order:
-            key = canonical(pop[j])
-            if key not in seen:
-                seen.add(key)
-                starts.append(list(pop[j]))
-        limit = self.config.local_search
-        starts = starts if limit is None else starts[:max(1, limit)]
+        starts = [list(pop[j]) for j in self._distinct_best(pop, scale, None if self.config.local_search is None else max(1, self.config.local_search))]
         if self.progress:
             self.progress({"phase": "local search", "individuals": len(starts)})
         results = self.toolbox.map(partial(polish_chunk, self.ev, scale), chunks(starts, self.n_chunks))
         flat = [r for part in results for r in part]
+        flat.sort(key=lambda r: scale.fitness(r[1], r[2]))  # stable: ties keep the better start
+        if self.config.port_sweeps:
+            top = flat[:self.config.port_top]
+            if self.progress:
+                self.progress({"phase": "port search", "individuals": len(top)})
+            results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, self.config.port_sweeps),
+                                       chunks([g for g, _, _ in top], self.n_chunks))
+            flat = [r for part in results for r in part] + flat
         fit = [scale.fitness(d, v) for _, d, v in flat]
         return flat[int(np.argmin(fit))]
 

@@ -67,8 +67,8 @@ def stderr_progress(event: dict) -> None:
               f"evals {event['evals']}  {event['seconds']:.0f} s", file=sys.stderr, flush=True)
     elif phase == "measure":
         print(f"pmevo: measured {event['done']}/{event['total']} experiments", file=sys.stderr, flush=True)
-    elif phase == "local search":
-        print(f"pmevo: local search on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
+    elif phase in ("local search", "port search"):
+        print(f"pmevo: {phase} on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
     elif phase == "congruence":
         print(f"pmevo: {event['instructions']} schemes -> {event['classes']} congruence classes "
               f"(ε {event['epsilon']})", file=sys.stderr, flush=True)

@@ -1,0 +1,120 @@
+"""An extension beyond the paper: local search over µop *port sets*, not only counts.
+
+PMEvo's own local search only changes how often a µop is issued; without mutation the port
+sets themselves come from the random initial population, and the evolution stalls once they
+have converged. This search moves one instruction at a time: it tries replacing one µop's
+port set by *every* other set (the empty set meaning "drop it"), or adding one new µop, and
+takes the best move if it strictly improves the scalarised fitness. All 2^|P| candidates of
+one move are scored at once: with the tables S_i(Q)/|Q| of Thm 5.2, replacing µop u by v
+shifts row i by n·(Z[v] − Z[u]), so a move is one (2^|P| × 2^|P|) array operation per
+experiment containing i.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from pmsolve.infer.pmevo.fitness import Evaluator, superset_rows, volume
+from pmsolve.infer.pmevo.local_search import Scale, polish
+from pmsolve.infer.pmevo.operators import Genome
+
+
+class _PortState:
+    def __init__(self, ev: Evaluator, genome: Genome):
+        self.ev = ev
+        self.genome = [dict(e) for e in genome]
+        self.z = superset_rows(ev.n_ports).astype(np.float32)
+        self.widths = np.bitwise_count(np.arange(1 << ev.n_ports, dtype=np.uint64)).astype(np.int64)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute tables and errors from the genome (clears float drift)."""
+        self.s = self.ev.tables(self.genome)
+        self.err = self.ev.errors(self.ev.predict_tables(self.s))
+        self.vol = volume(self.genome)
+
+    @property
+    def d(self) -> float:
+        return float(self.err.sum()) / len(self.err)
+
+    def candidate_errors(self, i: int, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Summed relative error over i's experiments for each candidate table row of i."""
+        ev = self.ev
+        rows = ev.rows_of(i)
+        total = np.zeros(cand.shape[0])
+        buf = np.empty_like(cand)
+        for r in rows:
+            if ev.a[r] == i:
+                mi, j, mj = ev.na[r], ev.b[r], ev.nb[r]
+            else:
+                mi, j, mj = ev.nb[r], ev.a[r], ev.na[r]
+            np.multiply(cand, np.float32(mi), out=buf)
+            if j < ev.n_insns:
+                buf += np.float32(mj) * self.s[j]
+            pred = buf.max(axis=1).astype(np.float64)
+            if ev.r_max is not None:
+                pred = np.maximum(pred, ev.sizes[r] / ev.r_max)
+            total += np.abs(pred - ev.measured[r]) / ev.measured[r]
+        return total, rows
+
+    def best_move(self, i: int, scale: Scale, u: int | None) -> tuple[float, int] | None:
+        """Best replacement of µop u (or, with u None, best added µop) for instruction i."""
+        n = self.genome[i][u] if u is not None else 1
+        base = self.s[i] - (n * self.z[u] if u is not None else 0)
+        cand = base[None, :] + np.float32(n) * self.z
+        total, rows = self.candidate_errors(i, cand)
+        d = (float(self.err.sum()) - float(self.err[rows].sum()) + total) / len(self.err)
+        v = self.vol - (n * u.bit_count() if u is not None else 0) + n * self.widths
+        f = scale.fitness(d, v)
+        if u is not None:
+            f[u] = np.inf  # no move
+            if len(self.genome[i]) == 1:
+                f[0] = np.inf  # never drop the last µop
+        else:
+            f[0] = np.inf
+        best = int(np.argmin(f))
+        return float(f[best]), best
+
+    def apply(self, i: int, u: int | None, v: int) -> None:
+        entry = self.genome[i]
+        n = entry.pop(u) if u is not None else 1
+        if v:
+            entry[v] = entry.get(v, 0) + n
+        self.refresh_row(i)
+
+    def refresh_row(self, i: int) -> None:
+        self.s = self.ev.tables(self.genome)
+        rows = self.ev.rows_of(i)
+        self.err[rows] = self.ev.errors(self.ev._rows(self.s, rows), rows)
+        self.vol = volume(self.genome)
+
+
+def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3) -> tuple[Genome, float, int]:
+    """Up to ``sweeps`` passes of best-improvement port-set moves per instruction, each pass
+    followed by PMEvo's count local search; stops early when a pass changes nothing."""
+    st = _PortState(ev, genome)
+    for _ in range(sweeps):
+        changed = False
+        for i in range(len(st.genome)):
+            for u in [*sorted(st.genome[i]), None]:
+                if u is not None and u not in st.genome[i]:
+                    continue
+                current = scale.fitness(st.d, st.vol)
+                f, v = st.best_move(i, scale, u)
+                if f < current - 1e-9:
+                    st.apply(i, u, v)
+                    changed = True
+        genome2, _, _ = polish(ev, st.genome, scale)
+        st.genome = genome2
+        st.refresh()
+        if not changed:
+            break
+    return st.genome, st.d, st.vol
+
+
+def port_search_chunk(ev: Evaluator, scale: Scale, sweeps: int,
+                      genomes: Sequence[Genome]) -> list[tuple[Genome, float, int]]:
+    """Port search on a chunk of genomes: the unit of work handed to a (parallel) map."""
+    return [port_search(ev, g, scale, sweeps) for g in genomes]
