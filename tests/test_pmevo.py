@@ -222,3 +222,38 @@ def test_cli_bad_oracle_spec_is_one_line_exit_2(spec, capsys):
     assert main(["infer", "pmevo", "--oracle", spec, "--ports", "4"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pmsolve: error:") and "\n" not in err
+
+
+def test_port_search_never_worsens_and_matches_exact_objectives():
+    from pmsolve.infer.pmevo.port_search import port_search
+
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    ev = build_evaluator(4, insns, measured, None)
+    rng = random.Random(8)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    genomes = [random_genome(rng, 4, single) for _ in range(4)]
+    objs = np.array([ev.objectives(g) for g in genomes])
+    scale = Scale.of(objs, 0.01)
+    for g, (d, v) in zip(genomes, objs):
+        g2, d2, v2 = port_search(ev, g, scale, sweeps=3)
+        assert scale.fitness(d2, v2) <= scale.fitness(d, v) + 1e-9
+        assert ev.objectives(g2) == pytest.approx((d2, v2), rel=1e-5)
+        assert all(g2)
+
+
+def test_memetic_run_is_deterministic_and_resumable(tmp_path):
+    cfg = EvolutionConfig(population=40, generations=6, seed=3, mutation=0.3, memetic_every=2, port_top=2,
+                          port_sweeps=1)
+    whole = infer(SimulatedOracle(TRUTH), 4, cfg)
+    again = infer(SimulatedOracle(TRUTH), 4, cfg, workers=2)
+    assert whole.mapping == again.mapping and whole.d_avg == again.d_avg
+
+    def stop_at_gen_4(event):
+        if event.get("phase") == "evolve" and event["gen"] == 4:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path, progress=stop_at_gen_4)
+    resumed = infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path)
+    assert resumed.mapping == whole.mapping and resumed.d_avg == whole.d_avg
