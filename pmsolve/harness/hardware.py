@@ -363,6 +363,11 @@ class HardwareOracle:
             except Worker.Died as died:
                 self._worker = None
                 return Result(e, None, error=str(died), attempts=attempt)
+            except MeasurementError as exc:  # e.g. timing never became positive: try again later
+                if attempt > self.settings.max_retries:
+                    return best or Result(e, None, error=str(exc), attempts=attempt)
+                time.sleep(0.02 * 2 ** attempt)
+                continue
             medians = {n: statistics.median(v) for n, v in reply["samples"].items()}
             chosen = min(medians, key=medians.get)
             vals = reply["samples"][chosen]

@@ -56,10 +56,14 @@ class Executor:
         return self.funcs[name](n, self.mem_addr)
 
     def diff(self, name: str, n: int) -> float:
-        """Ticks per iteration from T(2n) - T(n)."""
-        t1 = self.run(name, n)
-        t2 = self.run(name, 2 * n)
-        return (t2 - t1) / n
+        """Ticks per iteration from T(2n) - T(n). An interruption during T(n) can make the
+        difference non-positive; such pairs are repeated (a few times)."""
+        for _ in range(8):
+            t1 = self.run(name, n)
+            t2 = self.run(name, 2 * n)
+            if t2 > t1:
+                return (t2 - t1) / n
+        raise RuntimeError(f"{name}: T(2n) never exceeded T(n) in 8 tries (n={n})")
 
     def iterations(self, name: str, target_ticks: int) -> int:
         self.run(name, 16)  # warm up code, data and branch predictors

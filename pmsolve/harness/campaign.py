@@ -1,0 +1,284 @@
+"""The main job (``pmsolve infer`` without arguments): measure this machine, infer its port
+mapping, and compare it with llvm-mca and OSACA on held-out measured experiments.
+
+On an x86-64 Linux host with AVX: measure ~50 common schemes (ALU, shifts, bit ops, imul,
+loads, stores, vector FP add/mul/FMA, integer, logic, shuffles) as singletons, pairs and ratio
+pairs (PMEvo's experiment design) through the hardware oracle and the measurement store,
+detect the peak IPC (sec. 4.3), infer a three-level mapping with PMEvo under that R_max, then
+measure random 4-5-instruction experiments that inference never saw and report MAPE and
+Kendall's τ of pmsolve's mapping next to ``llvm-mca -mcpu=znver3`` and OSACA (``ZEN3``) on the
+very same instruction sequences. Elsewhere it runs the same pipeline on a simulated machine
+(the bundled Zen+ example mapping with noise and R_max 5).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from pmsolve.errors import PmsolveError
+from pmsolve.model import Experiment, PortMapping
+
+#: the default scheme set of the main job (all offered on Zen 3 / any AVX2+BMI2+FMA host)
+DEFAULT_SCHEMES = """
+add_r64_r64 sub_r64_r64 xor_r64_r64 cmp_r64_r64 add_r64_i8 inc_r64 neg_r64
+shl_r64_i8 sar_r64_cl rorx_r64_r64_i8 shlx_r64_r64_r64 lea_r64_m imul_r64_r64 imul_r64_r64_i32 mulx_r64_r64_r64
+popcnt_r64_r64 lzcnt_r64_r64 andn_r64_r64_r64 pdep_r64_r64_r64 cmove_r64_r64 bswap_r64 crc32_r64_r64
+mov_r64_m64 add_r64_m64 mov_m64_r64 vmovdqu_ymm_m256 vmovdqu_m256_ymm vbroadcastss_ymm_m32
+vaddpd_ymm_ymm_ymm vmulpd_ymm_ymm_ymm vfmadd231pd_ymm_ymm_ymm vaddps_xmm_xmm_xmm vminpd_ymm_ymm_ymm
+vroundpd_ymm_ymm_i8 vcvtdq2pd_ymm_xmm vpaddd_ymm_ymm_ymm vpmulld_ymm_ymm_ymm vpmaddwd_ymm_ymm_ymm vpand_ymm_ymm_ymm
+vpxor_ymm_ymm_ymm vpcmpeqd_ymm_ymm_ymm vpsadbw_ymm_ymm_ymm vpshufd_ymm_ymm_i8 vpermq_ymm_ymm_i8
+vpunpcklqdq_ymm_ymm_ymm vpsllq_ymm_ymm_i8 vpblendd_ymm_ymm_ymm_i8 vpmovmskb_r32_ymm vperm2i128_ymm_ymm_ymm_i8
+vaesenc_xmm_xmm_xmm
+""".split()
+
+#: inverse throughputs of some schemes on Zen 3 (Agner Fog's tables / uops.info), for the report
+KNOWN_ZEN3 = {"add_r64_r64": 0.25, "imul_r64_r64": 1.0, "mov_r64_m64": 1 / 3, "vaddpd_ymm_ymm_ymm": 0.5,
+              "vmulpd_ymm_ymm_ymm": 0.5, "vfmadd231pd_ymm_ymm_ymm": 0.5, "vpaddd_ymm_ymm_ymm": 0.25,
+              "mov_m64_r64": 0.5, "lea_r64_m": 0.25, "popcnt_r64_r64": 0.25, "vpmulld_ymm_ymm_ymm": 1.0}
+
+
+@dataclass
+class JobConfig:
+    schemes: Sequence[str] = tuple(DEFAULT_SCHEMES)
+    ports: int = 10
+    held_out: int = 60
+    seed: int = 0
+    population: int = 400
+    generations: int = 60
+    patience: int | None = 15
+    workers: int = 1
+    store: str = "pmsolve-measurements.sqlite"
+    checkpoint: str | None = None
+    mcpu: str = "znver3"
+    osaca_arch: str = "ZEN3"
+    simulated: bool = False
+
+
+@dataclass
+class JobReport:
+    machine: str
+    mapping: PortMapping
+    singles: dict[str, float]
+    peak_ipc: float
+    peak_experiment: str
+    held_out: list[Experiment]
+    measured: list[float]
+    predictions: dict[str, list[float | None]]
+    accuracy: dict[str, dict]
+    seconds: dict[str, float]
+    pmevo_table: str
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"machine": self.machine, "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
+                "singles": self.singles, "accuracy": self.accuracy, "seconds": self.seconds, "notes": self.notes,
+                "held_out": [{"experiment": str(e), "measured": m,
+                              **{k: v[i] for k, v in self.predictions.items()}}
+                             for i, (e, m) in enumerate(zip(self.held_out, self.measured))],
+                "mapping": {i: [{"ports": sorted(u.ports), "count": u.count} for u in us]
+                            for i, us in self.mapping.uops.items()}}
+
+
+def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Experiment]:
+    """Random 4-5-instruction experiments (multisets), distinct, deterministic under ``seed``."""
+    rng = random.Random(seed)
+    out: dict[Experiment, None] = {}
+    while len(out) < n:
+        size = rng.choice((4, 5))
+        e = Experiment([rng.choice(list(schemes)) for _ in range(size)])
+        if len(e.counts) > 2:   # beyond PMEvo's pairs
+            out[e] = None
+    return list(out)
+
+
+# ---------------------------------------------------------------------------- other predictors
+
+def _block(catalogue, e: Experiment, target: int = 40) -> tuple[list[str], int]:
+    from pmsolve.harness.allocation import allocate, body
+
+    counts = {catalogue[n]: c for n, c in e.items()}
+    factor = max(1, round(target / e.size))
+    return [i.text() for i in allocate(body(counts, factor))], factor
+
+
+def llvm_mca_predict(blocks: Sequence[tuple[list[str], int]], mcpu: str, iterations: int = 100) -> list[float | None]:
+    """Cycles per experiment copy from llvm-mca, all blocks in one call (LLVM-MCA-BEGIN/END regions)."""
+    exe = shutil.which("llvm-mca") or shutil.which("llvm-mca-14")
+    if exe is None:
+        return [None] * len(blocks)
+    src = []
+    for k, (lines, _) in enumerate(blocks):
+        src += [f"# LLVM-MCA-BEGIN b{k}"] + lines + ["# LLVM-MCA-END"]
+    p = subprocess.run([exe, f"-mcpu={mcpu}", f"-iterations={iterations}", "-json", "--timeline=false",
+                        "--resource-pressure=false", "--instruction-info=false"],
+                       input="\n".join(src) + "\n", capture_output=True, text=True)
+    if p.returncode:
+        raise PmsolveError(f"llvm-mca failed: {p.stderr.strip()[:300]}")
+    regions = {r["Name"]: r["SummaryView"] for r in json.loads(p.stdout)["CodeRegions"]}
+    return [regions[f"b{k}"]["TotalCycles"] / regions[f"b{k}"]["Iterations"] / f if f"b{k}" in regions else None
+            for k, (_, f) in enumerate(blocks)]
+
+
+def osaca_predict(blocks: Sequence[tuple[list[str], int]], arch: str) -> tuple[list[float | None], int]:
+    """Cycles per experiment copy from OSACA's Python API (AT&T parser and machine model built once):
+    the optimal port-pressure throughput. Returns the predictions and the number of instruction
+    forms OSACA did not know (they count as zero pressure)."""
+    try:
+        from osaca.parser import ParserX86ATT
+        from osaca.semantics import ArchSemantics, MachineModel
+    except ImportError:
+        return [None] * len(blocks), 0
+    parser = ParserX86ATT()
+    sem = ArchSemantics(parser, MachineModel(arch=arch))
+    out: list[float | None] = []
+    unknown: set[str] = set()
+    for lines, f in blocks:
+        kernel = parser.parse_file("\n".join(lines) + "\n")
+        if hasattr(sem, "normalize_instruction_forms"):
+            sem.normalize_instruction_forms(kernel)
+        sem.add_semantics(kernel)
+        sem.assign_optimal_throughput(kernel)
+        for form in kernel:
+            if getattr(form, "mnemonic", None) and not any(getattr(form, "port_pressure", None) or []):
+                unknown.add(form.mnemonic)
+        sums = sem.get_throughput_sum(kernel) or [0.0]
+        out.append(max(sums) / f)
+    return out, len(unknown)
+
+
+# ---------------------------------------------------------------------------- the job
+
+def _say(msg: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"pmsolve: {msg}", file=sys.stderr, flush=True)
+
+
+def run(config: JobConfig, *, quiet: bool = False) -> JobReport:
+    from pmsolve.harness.hardware import available
+
+    reason = None if config.simulated else available()
+    if reason is None and not config.simulated:
+        return _run_hardware(config, quiet)
+    return _run_simulated(config, quiet, reason or "requested")
+
+
+def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
+    from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
+
+    evo = EvolutionConfig(population=config.population, generations=config.generations, seed=config.seed,
+                          patience=config.patience)
+    return infer(oracle, config.ports, evo, instructions=list(schemes), r_max=r_max, workers=config.workers,
+                 checkpoint=config.checkpoint, progress=None if quiet else stderr_progress)
+
+
+def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> dict[str, dict]:
+    from pmsolve.metrics import accuracy
+
+    out = {}
+    for name, vals in preds.items():
+        pairs = [(p, m) for p, m in zip(vals, measured) if p is not None and p > 0 and m == m]
+        if len(pairs) >= 3:
+            acc = accuracy([p for p, _ in pairs], [m for _, m in pairs])
+            out[name] = acc.as_dict()
+    return out
+
+
+def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
+    from pmsolve.harness.hardware import HardwareOracle, Settings, cpu_model
+    from pmsolve.harness.peak import detect_peak_ipc
+    from pmsolve.harness.store import MeasurementStore, StoredOracle
+    from pmsolve.throughput import evaluate_many
+
+    t0 = time.monotonic()
+    seconds: dict[str, float] = {}
+    done = [0]
+
+    def progress(idx: int, e: Experiment) -> None:
+        done[0] += 1
+        if done[0] % 250 == 0:
+            _say(f"measured {done[0]} experiments ({time.monotonic() - t0:.0f} s)", quiet)
+
+    hw = HardwareOracle(list(config.schemes), Settings(), progress=progress)
+    store = MeasurementStore(config.store)
+    oracle = StoredOracle(hw, store)
+    _say(f"measuring {len(config.schemes)} schemes on {cpu_model()} (store {config.store})", quiet)
+    try:
+        singles = dict(zip(config.schemes, oracle.measure([Experiment({s: 1}) for s in config.schemes])))
+        fast = sorted((s for s in config.schemes if singles[s] < 0.9), key=singles.get)[:8]
+        peak = detect_peak_ipc(oracle, singles, fast, starts=3, max_size=12)
+        _say(f"{peak}", quiet)
+        seconds["singles+peak"] = time.monotonic() - t0
+        t1 = time.monotonic()
+        result = _infer(oracle, config.schemes, peak.ipc, config, quiet)
+        seconds["pmevo (measure+infer)"] = time.monotonic() - t1
+        t2 = time.monotonic()
+        held = held_out_experiments(config.schemes, config.held_out, config.seed + 1)
+        measured = oracle.measure(held)
+        seconds["held-out measurement"] = time.monotonic() - t2
+    finally:
+        hw.close()
+    t3 = time.monotonic()
+    blocks = [_block(hw.catalogue, e) for e in held]
+    preds: dict[str, list[float | None]] = {
+        "pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)],
+        f"llvm-mca -mcpu={config.mcpu}": llvm_mca_predict(blocks, config.mcpu),
+    }
+    osaca, unknown = osaca_predict(blocks, config.osaca_arch)
+    preds[f"OSACA {config.osaca_arch}"] = osaca
+    seconds["predictors"] = time.monotonic() - t3
+    seconds["total"] = time.monotonic() - t0
+    notes = [f"{oracle.measured} experiments measured now, {oracle.reused} answered from {config.store}"]
+    if unknown:
+        notes.append(f"OSACA did not know {unknown} instruction form(s) (counted as no port pressure)")
+    noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
+    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
+    return JobReport(f"{cpu_model()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
+                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes)
+
+
+def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
+    from pmsolve.cli import example_mapping
+    from pmsolve.harness.peak import detect_peak_ipc
+    from pmsolve.harness.simulated import SimulatedOracle
+    from pmsolve.throughput import evaluate_many
+
+    _say(f"no hardware measurement ({reason}): running the simulated example (bundled Zen+ mapping, "
+         "1 % noise, R_max 5)", quiet)
+    t0 = time.monotonic()
+    truth = example_mapping()
+    oracle = SimulatedOracle(truth, r_max=5, noise=0.01, seed=config.seed)
+    schemes = list(truth.instructions)
+    singles = dict(zip(schemes, oracle.measure([Experiment({s: 1}) for s in schemes])))
+    peak = detect_peak_ipc(oracle, singles)
+    result = _infer(oracle, schemes, peak.ipc, config, quiet)
+    held = held_out_experiments(schemes, config.held_out, config.seed + 1)
+    measured = oracle.measure(held)
+    preds = {"pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)],
+             "ground truth": [float(x) for x in evaluate_many(truth, held, r_max=5)]}
+    return JobReport("simulated Zen+ example", result.mapping, singles, peak.ipc, str(peak.experiment), held,
+                     measured, preds, _accuracy(preds, measured), {"total": time.monotonic() - t0},
+                     result.table(), [f"simulated because: {reason}"])
+
+
+def render(report: JobReport) -> str:
+    lines = [f"machine: {report.machine}", "", report.pmevo_table, ""]
+    lines.append(f"peak IPC (R_max): {report.peak_ipc:.2f}  ({report.peak_experiment})")
+    known = [(s, v, KNOWN_ZEN3[s]) for s, v in report.singles.items() if s in KNOWN_ZEN3]
+    if known and "hardware" in report.machine:
+        lines += ["", "singles vs known Zen 3 values (cycles per instruction):"]
+        lines += [f"  {s:<26} {v:7.3f}   known {k:5.3f}   {100 * (v - k) / k:+5.1f} %" for s, v, k in known]
+    lines += ["", f"held-out: {len(report.held_out)} measured 4-5-instruction experiments"]
+    lines.append(f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'Pearson':>8}")
+    for name, acc in report.accuracy.items():
+        lines.append(f"  {name:<28} {100 * acc['mape']:7.1f}% {acc['kendall_tau_b']:10.3f} {acc['pearson']:8.3f}")
+    lines += ["", "time: " + ", ".join(f"{k} {v:.0f} s" for k, v in report.seconds.items())]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
