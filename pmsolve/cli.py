@@ -226,6 +226,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- infer (main job)
+
+def cmd_infer_main(args: argparse.Namespace) -> int:
+    from pmsolve.harness.campaign import DEFAULT_SCHEMES, JobConfig, render, run
+
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes else DEFAULT_SCHEMES
+    config = JobConfig(schemes=tuple(schemes), ports=args.ports, held_out=args.held_out, seed=args.seed,
+                       population=args.population, generations=args.generations, workers=args.workers,
+                       store=args.store, checkpoint=args.checkpoint, simulated=args.simulated)
+    report = run(config, quiet=args.quiet)
+    if args.out:
+        save_mapping(report.mapping, args.out, "pmsolve")
+    if args.json:
+        _emit_json(report.as_json())
+    else:
+        print(render(report))
+    return 0
+
+
 # --------------------------------------------------------------------------- infer pmevo
 
 def cmd_infer_pmevo(args: argparse.Namespace) -> int:
@@ -254,6 +273,80 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- infer cegis
+
+def _cegis_uops(spec: str | None, oracle: object, kind: str) -> dict[str, int] | None:
+    """µop counts for --kind fixed-counts: 'insn:n,...', a mapping file, or 'counter' (the oracle's)."""
+    if kind != "fixed-counts":
+        return None
+    if not spec:
+        raise ValidationError("--kind fixed-counts needs --uops 'insn:n,...' | MAPPING.json | counter")
+    insns = list(oracle.instructions)  # type: ignore[attr-defined]
+    if spec == "counter":
+        counts = oracle.uop_counts([Experiment({i: 1}) for i in insns])  # type: ignore[attr-defined]
+        return {i: max(1, round(c)) for i, c in zip(insns, counts)}
+    if spec.endswith(".json"):
+        m = load_mapping(spec)
+        return {i: sum(u.count for u in m.uops_of(i)) for i in insns}
+    return dict(Experiment.parse(spec, known=insns).items())
+
+
+def cmd_infer_cegis(args: argparse.Namespace) -> int:
+    import os
+
+    from pmsolve.harness import open_oracle
+    from pmsolve.infer.cegis import CegisOptions, infer
+
+    oracle = open_oracle(args.oracle)
+    if args.ports < 1:
+        raise ValidationError(f"--ports must be at least 1, got {args.ports}")
+    state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
+    options = CegisOptions(kind=args.kind, uops_per_insn=_cegis_uops(args.uops, oracle, args.kind),
+                           max_count=args.max_count, epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
+                           r_max=Fraction(args.r_max).limit_denominator(10**6) if args.r_max else None,
+                           backend=args.backend, strategy=args.strategy, initial=args.initial,
+                           symmetry=not args.no_symmetry, final_bound=args.final_bound, timeout=args.timeout)
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    if state and os.path.exists(state) and not args.quiet:
+        progress(f"state file {state} exists: continuing that run")
+    result = infer(oracle, args.ports, options, state=state, progress=None if args.quiet else progress)
+    if result.mapping is not None and args.out:
+        save_mapping(result.mapping, args.out, args.to)
+    if args.json:
+        from pmsolve.formats import mapping_to_json
+        conflict = result.conflict
+        _emit_json({"status": result.status, "proof": result.proof, "stats": result.stats,
+                    "mapping": mapping_to_json(result.mapping) if result.mapping else None,
+                    "measurements": [{"experiment": dict(e.items()), "cycles": _fmt_fraction(t)}
+                                     for e, t in result.measurements],
+                    "initial": result.initial,
+                    "witnesses": [{"experiment": dict(w.experiment.items()), "measured": _fmt_fraction(w.measured),
+                                   "ruled_out": [{"mapping": mapping_to_json(m), "predicted": _fmt_fraction(t)}
+                                                 for m, t in w.ruled_out]} for w in result.witnesses],
+                    "conflict": None if conflict is None else {
+                        "experiments": [{"experiment": dict(e.items()), "cycles": _fmt_fraction(t)}
+                                        for e, t in conflict.experiments],
+                        "instructions": list(conflict.instructions), "constraints": list(conflict.constraints)}})
+        return 0 if result.status == "inferred" else 1
+    if result.status == "inconsistent" and result.conflict is not None:
+        print(result.conflict.describe())
+        return 1
+    print(result.mapping)
+    print(f"\n{result.status}: {result.proof}")
+    print(f"{len(result.measurements)} measurements ({result.initial} initial, {result.added_experiments} "
+          f"counterexamples) in {result.stats.get('seconds', 0):.1f}s on {result.stats.get('backend')}")
+    if result.witnesses:
+        print("\nwhy each counterexample was measured:")
+        for w in result.witnesses:
+            print(f"  {w.describe()}")
+    if args.out:
+        print(f"\nwrote {args.out}" + (f" (measurements in {state})" if state else ""))
+    return 0
+
+
 # --------------------------------------------------------------------------- isa list
 
 def cmd_isa_list(args: argparse.Namespace) -> int:
@@ -272,6 +365,77 @@ def cmd_isa_list(args: argparse.Namespace) -> int:
     print(_table(header, rows))
     print(f"\n{len(schemes)} of {len(cat)} schemes" + ("" if args.all else " (offered on this host; --all shows excluded ones)"))
     return 0
+
+
+# --------------------------------------------------------------------------- check-strategy
+
+def cmd_check_strategy(args: argparse.Namespace) -> int:
+    from pmsolve.strategy import check_strategy, shortcut_gap, smallest_counterexample
+    from pmsolve.strategy.exhaustive import check_strategy_exhaustive
+
+    if args.shortcut:
+        if args.insns is None:
+            raise ValidationError("--shortcut needs --insns N")
+        v = shortcut_gap(args.insns, args.ports, max_exp_len=args.max_exp_len, backend=args.backend,
+                         timeout=args.timeout)
+        _emit_json(v.as_json()) if args.json else print(v.render())
+        return 0
+    if not args.strategy:
+        raise ValidationError("give --strategy pairs|ratio-pairs|uopsinfo:k=RULE|FILE (or --shortcut facile)")
+    common = dict(levels=args.levels, max_uops=args.max_uops, max_exp_len=args.max_exp_len)
+    if args.smallest:
+        def note(v):
+            if not args.json:
+                print(f"  {len(v.cls.instructions)} instructions × {len(v.cls.ports)} ports: {v.status} "
+                      f"({v.seconds:.1f} s)", file=sys.stderr)
+        found, tried = smallest_counterexample(args.strategy, max_insns=args.insns or 3, max_ports=args.ports,
+                                               backend=args.backend, timeout=args.timeout, progress=note, **common)
+        if args.json:
+            _emit_json({"smallest": found.as_json() if found else None,
+                        "sufficient_classes": [t.bounds() for t in tried if t.status == "sufficient"]})
+        else:
+            print(found.render() if found else f"no counterexample up to {args.insns or 3} instructions × "
+                                               f"{args.ports} ports: sufficient on every class tried")
+        return 0
+    if args.method == "enumerate":
+        v = check_strategy_exhaustive(args.strategy, args.insns, args.ports, **common)
+    else:
+        v = check_strategy(args.strategy, args.insns, args.ports, backend=args.backend, timeout=args.timeout,
+                           symmetry_breaking=not args.no_symmetry_breaking, **common)
+    _emit_json(v.as_json()) if args.json else print(v.render())
+    return 0
+
+
+# --------------------------------------------------------------------------- prove
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from pmsolve.proofs import CHECKS, PENDING, get
+
+    if args.list:
+        for name, c in CHECKS.items():
+            print(f"{name:<12} {c.title}  (mutants: {', '.join(c.mutants)})")
+        for name, why in PENDING.items():
+            print(f"{name:<12} pending: {why}")
+        return 0
+    if args.all == bool(args.name):
+        raise ValidationError("give a check NAME or --all (see `pmsolve prove --list`)")
+    names = list(CHECKS) if args.all else [args.name]
+    verdicts = []
+    for name in names:
+        check = get(name)
+        verdicts.append(check.run(args.mutant))
+        if args.mutants:
+            verdicts += [check.run(m) for m in check.mutants]
+        if not args.json:
+            for v in verdicts[-1 - (len(check.mutants) if args.mutants else 0):]:
+                print(v.render() + "\n", flush=True)
+    if args.json:
+        _emit_json([v.as_json() for v in verdicts])
+    elif args.all:
+        for name in PENDING:
+            print(f"{name}: pending — {PENDING[name]}")
+    expected = all(v.holds == (v.mutant is None) for v in verdicts)
+    return 0 if expected else 1
 
 
 # --------------------------------------------------------------------------- parser
@@ -328,7 +492,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_backends)
 
     p = sub.add_parser("infer", help="infer a port mapping from throughput measurements",
-                       description="Infer a port mapping from an oracle's throughput measurements.")
+                       description="Infer a port mapping from an oracle's throughput measurements. Without an "
+                                   "ALGORITHM: the main job - measure ~50 common schemes on this x86-64 machine "
+                                   "(hardware oracle, measurement store), detect the peak IPC, infer the mapping with "
+                                   "PMEvo and compare it with llvm-mca and OSACA on held-out measured experiments; on "
+                                   "other hosts the same on a simulated machine. Rerunning reuses stored measurements.")
+    p.add_argument("--schemes", help="comma-separated schemes (default: the built-in set of ~50)")
+    p.add_argument("--ports", type=int, default=10, help="number of ports K for PMEvo (default 10)")
+    p.add_argument("--held-out", type=int, default=60, help="held-out 4-5-instruction experiments (default 60)")
+    p.add_argument("--population", type=int, default=400, help="PMEvo population (default 400)")
+    p.add_argument("--generations", type=int, default=60, help="PMEvo generation limit (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--workers", type=int, default=1, help="processes for PMEvo fitness evaluation")
+    p.add_argument("--store", default="pmsolve-measurements.sqlite", help="measurement store (SQLite)")
+    p.add_argument("--checkpoint", metavar="DIR", help="PMEvo checkpoint folder (resume an interrupted inference)")
+    p.add_argument("--simulated", action="store_true", help="run the simulated example even on x86-64")
+    p.add_argument("-o", "--out", help="write the inferred mapping here")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_infer_main)
     infer_sub = p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
     p = infer_sub.add_parser("pmevo", help="PMEvo: evolutionary inference from singleton and pair experiments",
                              description="PMEvo (dissertation ch. 5): measure singletons, pairs and ratio pairs, "
@@ -354,6 +536,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_infer_pmevo)
+
+    p = infer_sub.add_parser("cegis", help="counter-example-guided inference (exact, explainable; small problems)",
+                             description="CEGIS (dissertation ch. 4): measure singletons, then repeatedly find a mapping "
+                                         "explaining all measurements and a competing one with an experiment telling "
+                                         "them apart, until the mapping is provably unique. Measurements persist in "
+                                         "--state (default OUT.cegis-state.json); rerun the same command to continue.")
+    p.add_argument("--oracle", required=True,
+                   help="simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1] or recorded:MEASUREMENTS.json")
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    from pmsolve.backends import add_backend_argument as _cegis_backend_arg
+    _cegis_backend_arg(p)
+    p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
+                   help="mapping space (power-set: µops = all port sets; very expensive)")
+    p.add_argument("--uops", help="µop counts for fixed-counts: 'insn:n,...', a MAPPING.json, or 'counter'")
+    p.add_argument("--max-count", type=int, default=2, help="largest µop count of the power-set space")
+    p.add_argument("--epsilon", type=float, default=0.0, help="CPI noise tolerance ε (default 0: exact)")
+    p.add_argument("--r-max", type=float, help="front end of at most R_MAX instructions per cycle")
+    p.add_argument("--initial", choices=("singletons", "pairs", "none"), default="singletons",
+                   help="initial experiments (default singletons)")
+    p.add_argument("--strategy", choices=("split", "joint"), default="split",
+                   help="findOtherMapping as candidates + screening (split, default) or one solver call (joint, "
+                        "the dissertation's)")
+    p.add_argument("--no-symmetry", action="store_true", help="no symmetry breaking over port renaming")
+    p.add_argument("--final-bound", type=int, default=12, help="size bound of the final distinguishing check")
+    p.add_argument("--timeout", type=float, help="seconds per solver check")
+    p.add_argument("--state", help="measurement state file (default OUT.cegis-state.json)")
+    p.add_argument("-o", "--out", help="write the inferred mapping here")
+    p.add_argument("--to", choices=MAPPING_FORMATS, default="pmsolve", help="format of --out (default: pmsolve)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_infer_cegis)
 
     p = sub.add_parser("isa", help="the x86-64 instruction-scheme catalogue",
                        description="Instruction schemes generated from iced-x86 (isa/x86_64.json), with the "
@@ -382,6 +595,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--r-max", type=int, help="front-end cap in instructions per cycle")
     p.add_argument("-o", "--out", help="output file (default: standard output)")
     p.set_defaults(func=cmd_encode)
+
+    from pmsolve.backends import add_backend_argument
+
+    p = sub.add_parser("check-strategy", help="does a benchmarking strategy determine the port mapping?",
+                       description="Decide, within bounds, whether the experiments of a benchmarking strategy "
+                                   "determine every port mapping of a class up to indistinguishability (dissertation "
+                                   "ch. 9): either a counterexample (two mappings agreeing on every strategy "
+                                   "experiment, and an experiment telling them apart, validated with the exact "
+                                   "formula) or a proof of sufficiency within the bounds (unsat). Strategies: pairs "
+                                   "(singletons + pairs), ratio-pairs (PMEvo), uopsinfo:k=paper|uops|impl|N (blocking "
+                                   "instructions for every port set), or a FILE of experiments.")
+    p.add_argument("--strategy", help="pairs | ratio-pairs | uopsinfo:k=RULE | FILE (JSON list or one 'insn:n,...' per line)")
+    p.add_argument("--shortcut", choices=["facile"],
+                   help="instead: search a mapping where Facile's pairwise-union shortcut differs from the exact formula")
+    p.add_argument("--insns", type=int, help="number N of instructions (FILE: default the file's instructions)")
+    p.add_argument("--ports", type=int, required=True, help="number K of ports")
+    p.add_argument("--levels", type=int, choices=[2, 3], default=2, help="two- or three-level mappings (default 2)")
+    p.add_argument("--max-uops", type=int, help="three-level: at most U µops per instruction (default 2)")
+    p.add_argument("--max-exp-len", type=int, default=4,
+                   help="distinguishing experiments have at most L instructions (default 4)")
+    p.add_argument("--smallest", action="store_true",
+                   help="search the smallest counterexample: 1..N instructions (default 3), then 1..K ports")
+    p.add_argument("--method", choices=["smt", "enumerate"], default="smt",
+                   help="smt (default) or enumerate every mapping of the class (tiny classes; a cross-check)")
+    p.add_argument("--no-symmetry-breaking", action="store_true", help="do not order ports/instructions of M1")
+    p.add_argument("--timeout", type=float, help="solver time limit per check, seconds")
+    add_backend_argument(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check_strategy)
+
+    p = sub.add_parser("prove", help="check the dissertation's theorems on bounded domains",
+                       description="Check theorem statements (Thm 3.7/3.12, Remark 3.13, Thm 3.14, 4.4, 5.2, 6.3) "
+                                   "exhaustively or by SMT on bounded domains; print statement, bound and verdict. "
+                                   "Exit 0 when every statement holds (and every requested mutant is caught).")
+    p.add_argument("name", nargs="?", help="the check to run (see --list)")
+    p.add_argument("--all", action="store_true", help="run every check")
+    p.add_argument("--list", action="store_true", help="list the checks and their mutants")
+    p.add_argument("--mutant", help="run this deliberately broken variant instead (it must be caught)")
+    p.add_argument("--mutants", action="store_true", help="also run every mutant of the checks")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_prove)
 
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "
