@@ -49,3 +49,17 @@ def test_pmevo_two_level_smallest_counterexample():
     assert v.status == "counterexample"
     cx = v.counterexample
     assert cx.experiment.size == 3 and all(len(u.ports) == 2 for us in cx.m1.uops.values() for u in us)
+
+
+def test_app_e1_the_dissertations_instance():
+    # I = 1×{P1} + 1×{P0,P1} + 4×{P0,P2}: with k = 3 ports × latency 2 = 6 blocking instructions, the
+    # strategy cannot tell I from the wrong conclusion of App. E.1 (a {P1,P2} µop instead of {P0,P1})
+    i_true = PortMapping(["0", "1", "2"], {"i1": [(["1"], 1), (["0", "1"], 1), (["0", "2"], 4)]})
+    v = check_strategy("uopsinfo:k=paper", 1, 3, levels=3, max_uops=6, max_exp_len=8, given=i_true,
+                       shortest=False)
+    assert v.status == "counterexample"
+    cx = v.counterexample
+    assert cx.m1.uops_of("i1") == i_true.uops_of("i1")
+    alternatives = [{"1": 1, "12": 1, "02": 4}, {"1": 1, "012": 1, "02": 4}]
+    assert {"".join(sorted(u.ports)): u.count for u in cx.m2.uops_of("i1")} in alternatives
+    assert any(dict(e.items()) == {"B12": 6, "i1": 1} for e, _ in cx.agreed)

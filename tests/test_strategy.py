@@ -132,3 +132,20 @@ def test_cli_prove(capsys):
     assert data[0]["verdict"] == "violated" and data[0]["mutant"] == "max-premise"
     assert main(["prove", "--list"]) == 0
     assert "anica-domain" in capsys.readouterr().out
+
+
+def test_given_mapping(capsys, tmp_path):
+    from pmsolve.formats import save_mapping
+
+    m = PortMapping.two_level(["0", "1", "2"], {"i1": ["0"], "i2": ["1", "2"]})
+    v = check_strategy("pairs", 2, 3, max_exp_len=3, given=m)
+    assert v.status == "counterexample" and v.counterexample.m1 == m
+    alone = PortMapping.two_level(["0", "1", "2"], {"i1": ["0"], "i2": ["0"]})
+    assert check_strategy("pairs", 2, 3, max_exp_len=3, given=alone).status == "sufficient"
+    path = tmp_path / "m.json"
+    save_mapping(m, path)
+    assert main(["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "3", "--mapping", str(path),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["counterexample"]["m1"]["i2"][0]["ports"] == ["1", "2"]
+    with pytest.raises(PmsolveError):
+        check_strategy("pairs", 2, 4, given=m)  # ports do not match the class

@@ -160,6 +160,23 @@ class SymMapping:
             return sum(u.count for u in self._fixed.uops_of(insn))  # type: ignore[union-attr]
         return 1 if self.cls.two_level else self.cls.max_uops
 
+    def fix(self, mapping: PortMapping) -> list[Formula]:
+        """Constraints pinning this symbolic mapping to a concrete one (its symbolic instructions)."""
+        out: list[Formula] = []
+        for i in self.cls.instructions:
+            uops = {u.ports: u.count for u in mapping.uops_of(i)}
+            if self.cls.two_level:
+                if len(uops) != 1 or next(iter(uops.values())) != 1:
+                    raise ValidationError(f"instruction {i!r} of the given mapping is not one µop")
+                (q,) = uops
+                out += [self.var[i, k] if k in q else Not(self.var[i, k]) for k in self.cls.ports]
+            else:
+                if sum(uops.values()) > self.cls.max_uops:
+                    raise ValidationError(f"instruction {i!r} of the given mapping has more than "
+                                          f"{self.cls.max_uops} µops")
+                out += [self.var[i, u].eq(uops.get(u, 0)) for u in self.subsets]
+        return out
+
     def port_profile(self, k: str) -> list[Lin]:
         """Per symbolic instruction, how many of its µops may use port k (renaming-covariant)."""
         if self.cls.two_level:
@@ -437,13 +454,17 @@ class SufficiencyProblem:
 
 
 def build_sufficiency(cls: MappingClass, strategy: StrategySpec, max_exp_len: int, *,
-                      symmetry_breaking: bool = True, encoding: str = "threshold") -> SufficiencyProblem:
+                      symmetry_breaking: bool = True, encoding: str = "threshold",
+                      given: PortMapping | None = None) -> SufficiencyProblem:
     """The problem "two mappings of ``cls`` agree on every experiment of ``strategy`` but differ
-    on an experiment of at most ``max_exp_len`` instructions"."""
+    on an experiment of at most ``max_exp_len`` instructions"; with ``given``, M1 is that mapping."""
     m1, m2 = SymMapping(cls, "M1."), SymMapping(cls, "M2.")
     p = Problem(name="strategy sufficiency")
     p.add(m1.constraints)
     p.add(m2.constraints)
+    if given is not None:  # is this particular mapping determined? (no symmetry to break then)
+        p.add(m1.fix(given))
+        symmetry_breaking = False
     cache: dict[tuple[int, Experiment], Tp] = {}
     sink: list[Formula] = []
 

@@ -181,17 +181,20 @@ def _solve(problem, backend: str | None, timeout: float | None):
 def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, levels: int = 2,
                    max_uops: int | None = None, max_exp_len: int = 4, backend: str | None = None,
                    timeout: float | None = None, symmetry_breaking: bool = True,
-                   shortest: bool = True) -> StrategyVerdict:
+                   shortest: bool = True, given: PortMapping | None = None) -> StrategyVerdict:
     """Decide whether ``strategy`` determines every mapping of the bounded class up to
     indistinguishability (w.r.t. experiments of ≤ ``max_exp_len`` instructions).
 
     ``shortest`` re-solves with smaller size bounds so the distinguishing experiment reported
-    is as short as possible.
+    is as short as possible. ``given`` asks about one mapping only: is *it* determined (M1 = given;
+    its instructions and ports must be the class's, i1..iN and 0..K-1, or the file's names)?
     """
     s = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     cls = s.mapping_class(insns, ports, levels, max_uops)
+    if given is not None:
+        given = _conform(given, cls)
     t0 = time.perf_counter()
-    enc = build_sufficiency(cls, s, max_exp_len, symmetry_breaking=symmetry_breaking)
+    enc = build_sufficiency(cls, s, max_exp_len, symmetry_breaking=symmetry_breaking, given=given)
     res = _solve(enc.problem, backend, timeout)
     if res.infeasible:
         return StrategyVerdict(s.name, s.description, cls, max_exp_len, SUFFICIENT, res.backend,
@@ -204,13 +207,29 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
     cx = _validate(s, cls, m1, m2, e)
     if shortest:
         for bound in range(1, e.size):
-            small = build_sufficiency(cls, s, bound, symmetry_breaking=symmetry_breaking)
+            small = build_sufficiency(cls, s, bound, symmetry_breaking=symmetry_breaking, given=given)
             r = _solve(small.problem, backend, timeout)
             if r.feasible:
                 cx = _validate(s, cls, *small.decode(r.model))
                 break
     return StrategyVerdict(s.name, s.description, cls, max_exp_len, COUNTEREXAMPLE, res.backend,
                            time.perf_counter() - t0, cx, enc.experiments)
+
+
+def _conform(given: PortMapping, cls: MappingClass) -> PortMapping:
+    """The given mapping on the class's instructions (plus its fixed ones), or a clear error."""
+    if set(given.ports) != set(cls.ports):
+        raise ValidationError(f"the given mapping's ports {list(given.ports)} are not the class's {list(cls.ports)}")
+    missing = [i for i in cls.instructions if i not in given.uops]
+    if missing:
+        raise ValidationError(f"the given mapping lacks the class's instructions {missing}")
+    table = {i: given.uops_of(i) for i in cls.instructions}
+    if cls.fixed is not None:
+        for i, us in cls.fixed.uops.items():
+            if i in given.uops and given.uops_of(i) != us:
+                raise ValidationError(f"the given mapping maps the blocking instruction {i} differently")
+            table[i] = us
+    return PortMapping(cls.ports, table)
 
 
 def smallest_counterexample(strategy: Strategy | str, *, levels: int = 2, max_uops: int | None = None,
