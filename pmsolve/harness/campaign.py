@@ -42,7 +42,7 @@ vaesenc_xmm_xmm_xmm
 #: inverse throughputs of some schemes on Zen 3 (Agner Fog's tables / uops.info), for the report
 KNOWN_ZEN3 = {"add_r64_r64": 0.25, "imul_r64_r64": 1.0, "mov_r64_m64": 1 / 3, "vaddpd_ymm_ymm_ymm": 0.5,
               "vmulpd_ymm_ymm_ymm": 0.5, "vfmadd231pd_ymm_ymm_ymm": 0.5, "vpaddd_ymm_ymm_ymm": 0.25,
-              "mov_m64_r64": 0.5, "lea_r64_m": 0.25, "popcnt_r64_r64": 0.25, "vpmulld_ymm_ymm_ymm": 1.0}
+              "mov_m64_r64": 0.5, "lea_r64_m": 0.25, "popcnt_r64_r64": 0.25}
 
 
 @dataclass
@@ -51,9 +51,10 @@ class JobConfig:
     ports: int = 10
     held_out: int = 60
     seed: int = 0
-    population: int = 400
-    generations: int = 60
-    patience: int | None = 15
+    population: int = 300
+    generations: int = 50
+    patience: int | None = 10
+    local_search: int | None = 16
     workers: int = 1
     store: str = "pmsolve-measurements.sqlite"
     checkpoint: str | None = None
@@ -174,7 +175,7 @@ def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
     from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
 
     evo = EvolutionConfig(population=config.population, generations=config.generations, seed=config.seed,
-                          patience=config.patience)
+                          patience=config.patience, local_search=config.local_search)
     return infer(oracle, config.ports, evo, instructions=list(schemes), r_max=r_max, workers=config.workers,
                  checkpoint=config.checkpoint, progress=None if quiet else stderr_progress)
 
