@@ -1,0 +1,167 @@
+"""CEGIS port-mapping inference: the Fig. 4.6 grid (two-level) and the Table 4.1 three-level rows.
+
+For every point (ports × instructions) three random ground truths (each instruction on 1–4
+random ports; seeded) are inferred three times each (z3 random_seed 0, 1, 2) against an exact
+simulated oracle with ε = 0.02 in the algorithm, as in the dissertation's sec. 4.5. Every run
+is checked: the inferred mapping must explain all measurements, and its predictions are compared
+with the ground truth on 1,000 random 5-instruction experiments (Pearson, largest CPI error).
+
+Each finished run is appended as one JSON line to --log, and runs already in the log are
+skipped, so the grid can be run in the background, interrupted and continued:
+
+    python benchmarks/cegis.py --log cegis_grid.jsonl                  # the whole grid, small first
+    python benchmarks/cegis.py --points 6x16,8x10 --log grid.jsonl      # selected points
+    python benchmarks/cegis.py --table41 --log t41.jsonl                # three-level rows
+    python benchmarks/cegis.py --summary --log cegis_grid.jsonl         # just print the table
+    python benchmarks/cegis.py --points 6x10 --lever symmetry=0 --log levers.jsonl
+
+The table lists median [min–max] seconds and added experiments per point next to the
+dissertation's figures (i9-10900K, single thread; read off Fig. 4.6 / Table 4.1 text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from fractions import Fraction
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.infer.cegis import CegisOptions, infer
+from pmsolve.metrics import pearson
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import evaluate_many
+
+GRID = [(4, n) for n in (4, 6, 8, 10, 12, 14, 16)] + [(6, n) for n in (4, 6, 8, 10, 12, 14, 16)] + \
+       [(8, n) for n in (4, 6, 8, 10)]
+# dissertation, Fig. 4.6 text and Table 4.1 (2-level column: 6 ports, like the 3-level runs)
+PAPER = {(4, 16): "≈10 s", (6, 8): "42 s", (6, 10): "75 s", (6, 12): "159 s", (6, 16): "920 s (≈1,000 s)",
+         (8, 10): ">10,000 s (45 min–13 h)"}
+# Table 4.1 three-level rows: 4 instructions, 6 ports; µops per instruction
+TABLE41 = {"4x2+0": [2, 2, 2, 2], "2x3+2": [3, 3, 1, 1], "3x3+1": [3, 3, 3, 1], "2x4+2": [4, 4, 1, 1],
+           "4x3+0": [3, 3, 3, 3], "4x4+0": [4, 4, 4, 4]}
+PAPER41 = {"4x2+0": "94 s", "2x3+2": "96 s", "3x3+1": "238 s", "2x4+2": "542 s", "4x3+0": "884 s",
+           "4x4+0": "5,815 s"}
+EPSILON = Fraction(2, 100)
+
+
+def ground_truth(ports: int, insns: int, g: int, uops: list[int] | None = None) -> PortMapping:
+    rng = random.Random(1_000_003 * ports + 1009 * insns + g)
+    names = [f"p{k}" for k in range(ports)]
+    table = {}
+    for j in range(insns):
+        n_uops = uops[j] if uops else 1
+        table[f"i{j}"] = [(rng.sample(names, rng.randint(1, min(4, ports))), 1) for _ in range(n_uops)]
+    return PortMapping(names, table)
+
+
+def check(truth: PortMapping, found: PortMapping, seed: int) -> tuple[float, float]:
+    rng = random.Random(seed)
+    exps = [Experiment([rng.choice(truth.instructions) for _ in range(5)]) for _ in range(1000)]
+    a, b = evaluate_many(truth, exps), evaluate_many(found, exps)
+    return float(pearson(b, a)), float(abs(a - b).max() / 5)
+
+
+def parse_lever(items: list[str]) -> dict:
+    out: dict = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        out[k] = int(v) if v.lstrip("-").isdigit() else v
+    if "symmetry" in out:
+        out["symmetry"] = bool(out["symmetry"])
+    return out
+
+
+def run_one(key: str, truth: PortMapping, run: int, lever: dict, uops: dict | None) -> dict:
+    opts: dict = {"epsilon": EPSILON, "solver_options": {"random_seed": run}}
+    opts.update(lever)
+    if uops:
+        opts.update(kind="fixed-counts", uops_per_insn=uops)
+    if opts.get("backend", "z3") != "z3":
+        opts["solver_options"] = None
+    oracle = SimulatedOracle(truth)
+    t0 = time.perf_counter()
+    res = infer(oracle, truth.ports, CegisOptions(**opts))
+    secs = time.perf_counter() - t0
+    p, err = check(truth, res.mapping, run) if res.mapping else (float("nan"), float("nan"))
+    return {"key": key, "seconds": round(secs, 3), "status": res.status, "added": res.added_experiments,
+            "initial": res.initial, "max_size": res.stats.get("max_size"), "pearson": p, "max_cpi_err": err,
+            "equivalents": len(res.equivalent), "checks": res.stats.get("solver_checks")}
+
+
+def summarize(rows: list[dict], keys: list[str], paper: dict) -> None:
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["key"], []).append(r)
+    print(f"{'point':<22} {'runs':>4} {'median s':>9} {'min–max s':>16} {'added exps med [min–max]':>25} "
+          f"{'max |e|':>7} {'Pearson min':>11} {'CPI err max':>11}  dissertation")
+    for key in keys:
+        rs = by.get(key)
+        if not rs:
+            continue
+        secs = [r["seconds"] for r in rs]
+        added = [r["added"] for r in rs]
+        base = key.split("|")[0]
+        ref = paper.get(base, "")
+        print(f"{key:<22} {len(rs):>4} {statistics.median(secs):>9.1f} {min(secs):>7.1f}–{max(secs):<8.1f} "
+              f"{statistics.median(added):>11.0f} [{min(added)}–{max(added)}]{'':>8} "
+              f"{max(r['max_size'] or 0 for r in rs):>7} {min(r['pearson'] for r in rs):>11.4f} "
+              f"{max(r['max_cpi_err'] for r in rs):>11.4f}  {ref}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--points", help="comma-separated PORTSxINSNS (default: the whole grid)")
+    ap.add_argument("--table41", action="store_true", help="the three-level rows of Table 4.1 instead")
+    ap.add_argument("--truths", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--lever", action="append", default=[],
+                    help="CegisOptions override NAME=VALUE (symmetry=0, committee=1, initial=pairs, "
+                         "strategy=joint, encoding=relate, backend=cvc5, ...); repeatable")
+    ap.add_argument("--log", default="cegis_bench.jsonl", help="JSON lines, one per finished run (resumable)")
+    ap.add_argument("--summary", action="store_true", help="only print the table from --log")
+    args = ap.parse_args()
+    lever = parse_lever(args.lever)
+    tag = ("|" + ",".join(args.lever)) if args.lever else ""
+    if args.table41:
+        points = [(name, 6, len(u), u) for name, u in TABLE41.items()]
+        paper = PAPER41
+    else:
+        grid = GRID if not args.points else [tuple(int(x) for x in p.split("x")) for p in args.points.split(",")]
+        points = [(f"{k}x{n}", k, n, None) for k, n in grid]
+        paper = {f"{k}x{n}": v for (k, n), v in PAPER.items()}
+    done: list[dict] = []
+    if os.path.exists(args.log):
+        with open(args.log) as fh:
+            done = [json.loads(line) for line in fh if line.strip()]
+    keys = [name + tag for name, *_ in points]
+    if not args.summary:
+        seen = {(r["key"], r["truth"], r["run"]) for r in done}
+        for name, k, n, uops in points:
+            for g in range(args.truths):
+                truth = ground_truth(k, n, g, uops)
+                counts = {i: len(truth.uops_of(i)) for i in truth.instructions} if uops else None
+                if uops:  # equal port sets merge into one µop with count 2: keep the count per insn
+                    counts = {i: sum(u.count for u in truth.uops_of(i)) for i in truth.instructions}
+                for run in range(args.runs):
+                    if (name + tag, g, run) in seen:
+                        continue
+                    row = run_one(name + tag, truth, run, lever, counts)
+                    row.update(truth=g, run=run)
+                    done.append(row)
+                    with open(args.log, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+                    print(f"{name + tag} truth {g} run {run}: {row['seconds']:.1f}s, {row['status']}, "
+                          f"+{row['added']} experiments, Pearson {row['pearson']:.4f}", file=sys.stderr, flush=True)
+    summarize(done, keys, paper)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Measurements of a CEGIS run, persisted so an interrupted run resumes without re-measuring.
+
+The state file is JSON, rewritten atomically (temporary file in the same folder, then
+``os.replace``) after every measurement batch. It records the instructions and port count of the
+run and refuses to resume a run with different ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from pmsolve.errors import ValidationError
+from pmsolve.model import Experiment
+
+
+def as_fraction(x: float | Fraction) -> Fraction:
+    """A measured float as the nearest fraction with a small denominator (exact oracles give
+    values like 5/3 that round-trip through floats)."""
+    if isinstance(x, Fraction):
+        return x
+    return Fraction(x).limit_denominator(10**6)
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class MeasurementStore:
+    """Experiment → measured inverse throughput, in measurement order, optionally backed by a file."""
+
+    def __init__(self, path: str | Path | None, instructions: Iterable[str], ports: int):
+        self.path = Path(path) if path is not None else None
+        self.instructions = tuple(instructions)
+        self.ports = ports
+        self.values: dict[Experiment, float] = {}
+        self.notes: dict[Experiment, dict[str, Any]] = {}
+        self.resumed = 0
+        if self.path is not None and self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValidationError(f"{self.path}: cannot read the CEGIS state file ({exc})") from None
+        if not isinstance(data, dict) or data.get("format") != "pmsolve.cegis-state":
+            raise ValidationError(f"{self.path}: not a pmsolve CEGIS state file")
+        if sorted(data.get("instructions", [])) != sorted(self.instructions) or data.get("ports") != self.ports:
+            raise ValidationError(f"{self.path}: the state belongs to another run "
+                                  f"({len(data.get('instructions', []))} instructions, {data.get('ports')} ports); "
+                                  f"use another --state path or delete it")
+        for row in data.get("measurements", []):
+            try:
+                e = Experiment(row["experiment"])
+                self.values[e] = float(row["cycles"])
+            except (KeyError, TypeError, ValidationError) as exc:
+                raise ValidationError(f"{self.path}: bad measurement entry {row!r} ({exc})") from None
+            if isinstance(row.get("note"), dict):
+                self.notes[e] = row["note"]
+        self.resumed = len(self.values)
+
+    def __contains__(self, e: Experiment) -> bool:
+        return e in self.values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def add(self, items: Iterable[tuple[Experiment, float]]) -> None:
+        for e, v in items:
+            self.values[e] = float(v)
+        self.save()
+
+    def note(self, e: Experiment, note: dict[str, Any]) -> None:
+        self.notes[e] = note
+        self.save()
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        rows = []
+        for e, v in self.values.items():
+            row: dict[str, Any] = {"experiment": dict(e.items()), "cycles": v}
+            if e in self.notes:
+                row["note"] = self.notes[e]
+            rows.append(row)
+        atomic_write_json(self.path, {"format": "pmsolve.cegis-state", "version": 1,
+                                      "instructions": list(self.instructions), "ports": self.ports,
+                                      "measurements": rows})

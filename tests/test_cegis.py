@@ -1,0 +1,289 @@
+"""CEGIS inference (pmsolve.infer.cegis): correctness against simulated oracles, explanations,
+unsat cores, options, resume, backends, CLI. Small instances only: the whole file runs in seconds."""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+
+import pytest
+
+from pmsolve.encodings import Space, find_other_mapping
+from pmsolve.errors import ValidationError
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.infer.cegis import infer
+from pmsolve.infer.cegis.encode import observation_bounds
+from pmsolve.infer.cegis.screen import Screen
+from pmsolve.metrics import pearson
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.symbolic import Not, Problem
+from pmsolve.throughput import evaluate_many, inverse_throughput
+
+P3 = ["p0", "p1", "p2"]
+
+
+def truth_2l(n_ports: int, n_insns: int, seed: int) -> PortMapping:
+    rng = random.Random(seed)
+    ports = [f"p{k}" for k in range(n_ports)]
+    return PortMapping.two_level(ports, {f"i{j}": rng.sample(ports, rng.randint(1, min(4, n_ports)))
+                                         for j in range(n_insns)})
+
+
+def random_exps(insns, n=1000, size=5, seed=0):
+    rng = random.Random(seed)
+    return [Experiment([rng.choice(list(insns)) for _ in range(size)]) for _ in range(n)]
+
+
+def agrees(truth: PortMapping, found: PortMapping) -> tuple[float, float]:
+    exps = random_exps(truth.instructions)
+    a, b = evaluate_many(truth, exps), evaluate_many(found, exps)
+    return float(pearson(b, a)), float(abs(a - b).max())
+
+
+class ListOracle:
+    """An oracle answering from a dict (for contradictory measurements)."""
+
+    def __init__(self, values: dict[Experiment, float]):
+        self.values = values
+
+    instructions = property(lambda self: tuple(sorted({i for e in self.values for i in e})))
+    has_uop_counter = False
+
+    def measure(self, exps):
+        return [self.values[e] for e in exps]
+
+    def uop_counts(self, exps):
+        raise ValidationError("no counter")
+
+    def describe(self):
+        return "list"
+
+
+class InterruptingOracle(SimulatedOracle):
+    def __init__(self, mapping, limit):
+        super().__init__(mapping)
+        self.limit = limit
+
+    def measure(self, exps):
+        if self.queries + len(exps) > self.limit:
+            raise KeyboardInterrupt
+        return super().measure(exps)
+
+
+# --------------------------------------------------------------------------- correctness
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_level_exact_is_indistinguishable(seed):
+    truth = truth_2l(3, 5, seed)
+    res = infer(SimulatedOracle(truth), 3)
+    assert res.status == "inferred"
+    p, err = agrees(truth, res.mapping)
+    assert err == 0 and p == pytest.approx(1.0)
+    # solver proof: no mapping consistent with the measurements differs on experiments of ≤ 5
+    space = Space(truth.instructions, tuple(res.mapping.ports))
+    assert find_other_mapping(space, res.mapping, res.measurements, "z3", bound=5) is None
+
+
+def test_noisy_oracle_within_epsilon():
+    truth = truth_2l(4, 6, 7)
+    eps = Fraction(2, 100)
+    oracle = SimulatedOracle(truth, noise=0.004, seed=3)
+    res = infer(oracle, 4, epsilon=eps)
+    assert res.status == "inferred"
+    exps = random_exps(truth.instructions)
+    a, b = evaluate_many(truth, exps), evaluate_many(res.mapping, exps)
+    assert float(abs(a - b).max()) / 5 <= 2 * float(eps)  # CPI within 2ε everywhere
+    for e, t in res.measurements:  # explains every noisy measurement within ε
+        assert abs(inverse_throughput(res.mapping, e) - t) < eps * e.size
+
+
+def test_joint_strategy_of_the_dissertation():
+    truth = truth_2l(3, 4, 11)
+    res = infer(SimulatedOracle(truth), 3, strategy="joint", max_bound=3, final_bound=4)
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+
+
+def test_relate_encoding_and_no_symmetry_agree():
+    truth = truth_2l(3, 5, 4)
+    for kw in ({"encoding": "relate"}, {"symmetry": False}, {"initial": "pairs"}, {"committee": 1}):
+        res = infer(SimulatedOracle(truth), 3, **kw)
+        assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0, kw
+
+
+def test_three_level_fixed_counts():
+    truth = PortMapping(P3, {"a": [(["p0"], 1), (["p1", "p2"], 1)], "b": [(["p0", "p1"], 1)],
+                             "c": [(["p2"], 1), (["p0", "p1", "p2"], 1)]})
+    res = infer(SimulatedOracle(truth), 3, kind="fixed-counts", uops_per_insn={"a": 2, "b": 1, "c": 2})
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+    assert all(sum(u.count for u in res.mapping.uops_of(i)) == n for i, n in {"a": 2, "b": 1, "c": 2}.items())
+
+
+def test_power_set_small():
+    truth = PortMapping(["p0", "p1"], {"a": [(["p0"], 2)], "b": [(["p0", "p1"], 1), (["p1"], 1)]})
+    res = infer(SimulatedOracle(truth), 2, kind="power-set", max_count=2)
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+
+
+def test_r_max():
+    truth = truth_2l(4, 5, 5)
+    res = infer(SimulatedOracle(truth, r_max=2), 4, r_max=2)
+    assert res.status == "inferred"
+    exps = random_exps(truth.instructions, 300)
+    assert all(inverse_throughput(truth, e, 2) == inverse_throughput(res.mapping, e, 2) for e in exps)
+
+
+# --------------------------------------------------------------------------- explanations
+
+def test_witnesses_name_the_ruled_out_candidate():
+    truth = truth_2l(3, 5, 2)
+    res = infer(SimulatedOracle(truth), 3)
+    assert res.added_experiments == len(res.witnesses) > 0
+    for w in res.witnesses:
+        assert w.ruled_out
+        for m, predicted in w.ruled_out:
+            assert inverse_throughput(m, w.experiment) == predicted != w.measured
+        assert "rules out" in w.describe()
+
+
+def test_contradiction_core_names_experiments_and_instructions(tmp_path):
+    ab, ac, bc = Experiment({"a": 1, "b": 1}), Experiment({"a": 1, "c": 1}), Experiment({"b": 1, "c": 1})
+    values = {Experiment({"a": 1}): 1.0, Experiment({"b": 1}): 1.0, Experiment({"c": 1}): 1.0,
+              Experiment({"d": 1}): 0.5, Experiment({"a": 1, "d": 1}): 1.0,
+              ab: 2.0, ac: 2.0, bc: 1.0}  # a shares b's port and c's port, but b and c do not share
+    state = tmp_path / "s.json"
+    state.write_text(json.dumps({"format": "pmsolve.cegis-state", "version": 1, "instructions": list("abcd"),
+                                 "ports": 2, "measurements": [{"experiment": dict(x.items()), "cycles": v}
+                                                              for x, v in values.items() if x.size == 2]}))
+    res = infer(ListOracle(values), 2, state=str(state))
+    assert res.status == "inconsistent" and res.mapping is None
+    assert {x for x, _ in res.conflict.experiments} == {ab, ac, bc}  # minimised: d is not involved
+    assert res.conflict.instructions == ("a", "b", "c")
+    assert "no port mapping explains" in res.conflict.describe()
+
+
+# --------------------------------------------------------------------------- options
+
+def test_known_port_set_sizes_and_user_constraints():
+    truth = truth_2l(3, 4, 8)
+    sizes = {i: len(truth.uops_of(i)[0].ports) for i in truth.instructions}
+    pin = truth.uops_of("i0")[0].ports
+
+    def user(v):  # the user knows i0's ports exactly
+        return [v.port("i0", p) if p in pin else Not(v.port("i0", p)) for p in truth.ports]
+
+    res = infer(SimulatedOracle(truth), truth.ports, port_set_sizes=sizes, constraints=user)
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+    assert res.mapping.uops_of("i0")[0].ports == pin  # the user's pin survives (no symmetry breaking)
+
+
+def test_shared_uops_constraint():
+    truth = PortMapping(P3, {"st": [(["p2"], 1), (["p0", "p1"], 1)], "ld": [(["p0", "p1"], 1)],
+                             "add": [(["p0", "p1", "p2"], 1)]})
+    res = infer(SimulatedOracle(truth), 3, kind="fixed-counts", uops_per_insn={"st": 2, "ld": 1, "add": 1},
+                shared_uops=[(("st", 2), ("ld", 1))])
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+    assert res.mapping.uops_of("ld")[0].ports in {u.ports for u in res.mapping.uops_of("st")}
+
+
+def test_bad_options_are_refused():
+    truth = truth_2l(3, 3, 1)
+    with pytest.raises(ValidationError):
+        infer(SimulatedOracle(truth), 3, strategy="magic")
+    with pytest.raises(ValidationError):
+        infer(SimulatedOracle(truth), 3, port_set_sizes={"i0": 7})
+
+
+# --------------------------------------------------------------------------- resume
+
+def test_interrupted_run_resumes_without_remeasuring(tmp_path):
+    truth = truth_2l(3, 5, 3)
+    state = tmp_path / "run.state.json"
+    full = infer(SimulatedOracle(truth), 3)
+    with pytest.raises(KeyboardInterrupt):
+        infer(InterruptingOracle(truth, limit=len(full.measurements) - 2), 3, state=str(state))
+    saved = json.loads(state.read_text())["measurements"]
+    assert len(saved) == len(full.measurements) - 2 or len(saved) >= len(truth.instructions)
+    oracle = SimulatedOracle(truth)
+    res = infer(oracle, 3, state=str(state))
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+    assert oracle.queries == len(res.measurements) - len(saved)  # stored ones were not re-measured
+    again = SimulatedOracle(truth)
+    assert infer(again, 3, state=str(state)).status == "inferred" and again.queries == 0
+    with pytest.raises(ValidationError):
+        infer(SimulatedOracle(truth), 4, state=str(state))  # another run's state is refused
+
+
+# --------------------------------------------------------------------------- building blocks
+
+def test_bounds_encoding_matches_exact_formula():
+    from pmsolve.backends import solve
+    from pmsolve.encodings.mappings import fixed_mapping
+
+    rng = random.Random(5)
+    for _ in range(15):
+        m = truth_2l(3, 3, rng.randrange(1000))
+        e = Experiment({i: rng.randint(0, 2) for i in m.instructions} | {"i0": 1})
+        t = inverse_throughput(m, e)
+        enc = fixed_mapping(m)
+        for measured, eps, ok in ((t, None, True), (t + Fraction(1, 7), None, False),
+                                  (t + Fraction(1, 100), Fraction(1, 50), True),
+                                  (t + Fraction(1, 10) * e.size, Fraction(1, 50), False)):
+            p = Problem().add(observation_bounds(enc, e, measured, "o.", epsilon=eps))
+            assert solve(p, "z3").feasible == ok, (m, e, measured, eps)
+
+
+def test_screen_matches_exact_formula():
+    m = truth_2l(4, 4, 9)
+    s = Screen(m.instructions, m.ports, 3, r_max=3.0)
+    pred = s.predict(m)
+    for row in range(len(s)):
+        assert pred[row] == pytest.approx(float(inverse_throughput(m, s.experiment(row), 3)))
+
+
+def test_session_partial_check_reads_only_given_variables():
+    from pmsolve.backends import open_session
+    from pmsolve.symbolic import Bool, Int
+
+    x, b = Int("x", 0, 5), Bool("b")
+    with open_session("z3") as s:
+        s.add(x >= 3)
+        s.add(b)
+        r = s.check(values=[x])
+        assert r.feasible and set(r.model) == {"x"} and r.model["x"] >= 3
+
+
+@pytest.mark.parametrize("backend", ["cvc5", "highs"])
+def test_other_backends(backend):
+    from pmsolve.backends import get
+    if not get(backend).installed:
+        pytest.skip(f"{backend} not installed")
+    truth = truth_2l(3, 4, 6)
+    res = infer(SimulatedOracle(truth), 3, backend=backend)
+    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
+
+
+# --------------------------------------------------------------------------- CLI
+
+def test_cli_infer_cegis(tmp_path, capsys):
+    from pmsolve.cli import main
+    from pmsolve.formats import load_mapping, save_mapping
+
+    truth = truth_2l(3, 4, 12)
+    save_mapping(truth, tmp_path / "truth.json")
+    out = tmp_path / "out.json"
+    args = ["infer", "cegis", "--oracle", f"simulated:{tmp_path / 'truth.json'}", "--ports", "3", "-o", str(out)]
+    assert main(args) == 0
+    assert agrees(truth, load_mapping(out))[1] == 0
+    state = json.loads((tmp_path / "out.json.cegis-state.json").read_text())
+    assert len(state["measurements"]) >= 4
+    capsys.readouterr()
+    assert main(args + ["--json", "--quiet"]) == 0  # resumes from the state file
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "inferred" and len(data["witnesses"]) == len(data["measurements"]) - data["initial"]
+
+
+def test_cli_bad_input_exits_2(capsys):
+    from pmsolve.cli import main
+    assert main(["infer", "cegis", "--oracle", "nonsense", "--ports", "3"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
