@@ -149,3 +149,13 @@ def test_given_mapping(capsys, tmp_path):
     assert json.loads(capsys.readouterr().out)["counterexample"]["m1"]["i2"][0]["ports"] == ["1", "2"]
     with pytest.raises(PmsolveError):
         check_strategy("pairs", 2, 4, given=m)  # ports do not match the class
+
+
+@pytest.mark.parametrize("backend", ["z3", "cvc5", "highs", "scipy", "pysmt:z3", "smtlib:z3"])
+def test_every_backend_route(backend):
+    from pmsolve.backends import get
+
+    if not get(backend).installed:
+        pytest.skip(f"{backend} not installed")
+    assert check_strategy("pairs", 2, 3, max_exp_len=3, backend=backend, shortest=False).status == "counterexample"
+    assert check_strategy("ratio-pairs", 2, 3, max_exp_len=3, backend=backend).status == "sufficient"

@@ -14,7 +14,7 @@ from fractions import Fraction
 from itertools import combinations, combinations_with_replacement, product
 from typing import Iterator, Sequence
 
-from pmsolve.model import Experiment, PortMapping, Uop, sort_ports
+from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.proofs.base import PENDING, Check, Tally, Violation, register
 from pmsolve.symbolic import (
     And, BoolVar, Compare, Formula, Ite, Lin, Not, Or, Problem, Real, Sum,

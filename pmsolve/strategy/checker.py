@@ -11,7 +11,7 @@ throughput shortcut (Facile's pairwise port unions, App. E.2) against the exact 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
