@@ -31,15 +31,33 @@ def test_smt_agrees_with_enumeration(case):
         assert inverse_throughput(cx.m1, cx.experiment) == cx.tp1 != cx.tp2
 
 
-@pytest.mark.parametrize("encoding", ["threshold", "max"])
+@pytest.mark.parametrize("encoding", ["threshold", "max", "relate"])
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_encodings_and_symmetry_breaking_agree(encoding, symmetry):
     from pmsolve.backends import solve
 
-    for s, n, k, L, expected in [("pairs", 2, 3, 3, "sat"), ("ratio-pairs", 2, 3, 3, "unsat")]:
+    cases = [("pairs", 2, 3, 2, 1, 3, "sat"), ("ratio-pairs", 2, 3, 2, 1, 3, "unsat"),
+             ("ratio-pairs", 2, 2, 3, 2, 2, "unsat"), ("pairs", 2, 2, 3, 2, 3, "sat")]
+    for s, n, k, lv, u, L, expected in cases:
         st = parse_strategy(s)
-        enc = build_sufficiency(st.mapping_class(n, k), st, L, symmetry_breaking=symmetry, encoding=encoding)
-        assert solve(enc.problem, "z3").status == expected
+        cls = st.mapping_class(n, k, lv, u)
+        enc = build_sufficiency(cls, st, L, symmetry_breaking=symmetry, encoding=encoding)
+        res = solve(enc.problem, "z3")
+        assert res.status == expected
+        if res.feasible:
+            _validate(st, cls, *enc.decode(res.model))
+
+
+def test_relate_encoding_refuses_blocking_instructions():
+    with pytest.raises(PmsolveError):
+        check_strategy("uopsinfo:k=paper", 1, 2, levels=3, encoding="relate")
+
+
+def test_timeout_gives_unknown():
+    v = check_strategy("ratio-pairs", 3, 4, max_exp_len=4, timeout=0.001)
+    assert v.status in ("unknown", "counterexample")  # a 1 ms limit almost always ends unknown
+    if v.status == "unknown":
+        assert v.sufficient is None and "UNKNOWN" in v.render()
 
 
 def test_pairs_counterexample_is_shortest_and_readable():

@@ -137,6 +137,7 @@ class SymMapping:
                 total = Sum(self.var[i, u] for u in self.subsets)
                 self.constraints += [total >= 1, total <= cls.max_uops]
         self._fixed = cls.fixed
+        self._relate = None
 
     def inside(self, insn: str, q: PortSet) -> Inside:
         """How many µops of ``insn`` lie inside ``q`` (a formula for two-level instructions)."""
@@ -159,6 +160,26 @@ class SymMapping:
         if insn not in self.cls.instructions:
             return sum(u.count for u in self._fixed.uops_of(insn))  # type: ignore[union-attr]
         return 1 if self.cls.two_level else self.cls.max_uops
+
+    def relate_encoding(self, sink: list[Formula]):
+        """The same mapping as a :class:`pmsolve.encodings.MappingEnc` for relateThroughput: the
+        two-level encoding shares this one's variables; the power-set one is tied to n[i,u]."""
+        from pmsolve.encodings.mappings import power_set_mapping, two_level_mapping, uop_name
+
+        if self._fixed is not None:
+            raise ValidationError("the relate encoding does not support known (blocking) instructions; "
+                                  "use the threshold or max encoding")
+        if self._relate is None:
+            if self.cls.two_level:
+                self._relate = two_level_mapping(self.cls.instructions, self.cls.ports, self.prefix)
+            else:
+                enc = power_set_mapping(self.cls.instructions, self.cls.ports, self.cls.max_uops, self.prefix)
+                sink.extend(self.var[i, u].eq(Int(f"{self.prefix}insn2uop[{i},{uop_name(u)}]", 0,
+                                                  self.cls.max_uops))
+                            for i in self.cls.instructions for u in self.subsets)
+                self._relate = enc
+            sink.extend(self._relate.constraints)
+        return self._relate
 
     def fix(self, mapping: PortMapping) -> list[Formula]:
         """Constraints pinning this symbolic mapping to a concrete one (its symbolic instructions)."""
@@ -367,7 +388,26 @@ def _iff(a: Formula, b: Formula) -> Formula:
     return Iff(a, b)
 
 
-ENCODINGS = ("threshold", "max")
+class RelateTp(MaxTp):
+    """tp⁻¹ through relateThroughput (Def. 4.5, :mod:`pmsolve.encodings.relate`): the model the
+    CEGIS encodings use, here as a differential alternative to the bottleneck-formula routes."""
+
+    def __init__(self, m: "SymMapping", exp: object, name: str, sink: list[Formula]):
+        from pmsolve.encodings.experiments import ExperimentEnc, fixed_experiment
+        from pmsolve.encodings.relate import relate_throughput
+
+        enc = m.relate_encoding(sink)
+        if isinstance(exp, Experiment):
+            exp_enc = fixed_experiment(exp, enc.instructions)
+        else:
+            assert isinstance(exp, FreeExperiment)
+            exp_enc = ExperimentEnc(exp.instructions, dict(exp.counts), {i: exp.bound for i in exp.instructions})
+        rel = relate_throughput(enc, exp_enc, name + ".")
+        sink.extend(rel.constraints)
+        self.t = rel.t
+
+
+ENCODINGS = ("threshold", "max", "relate")
 
 
 def make_tp(masses: Sequence[tuple[Lin, int]], name: str, mass_hi: int, n_ports: int,
@@ -382,6 +422,8 @@ def make_tp(masses: Sequence[tuple[Lin, int]], name: str, mass_hi: int, n_ports:
 def tp_fixed(m: SymMapping, exp: Experiment, name: str, sink: list[Formula],
              encoding: str = "threshold") -> Tp:
     """tp⁻¹ of a known experiment under a symbolic mapping (Thm 5.2 over all port subsets)."""
+    if encoding == "relate":
+        return RelateTp(m, exp, name, sink)
     masses = [(_mass_fixed(m, exp, q), len(q)) for q in m.subsets]
     hi = sum(n * m.max_mass(i) for i, n in exp.items())
     return make_tp(masses, name, hi, len(m.cls.ports), sink, encoding)
@@ -390,6 +432,8 @@ def tp_fixed(m: SymMapping, exp: Experiment, name: str, sink: list[Formula],
 def tp_free(m: SymMapping, exp: FreeExperiment, name: str, sink: list[Formula],
             encoding: str = "threshold") -> Tp:
     """tp⁻¹ of the free experiment under a symbolic mapping."""
+    if encoding == "relate":
+        return RelateTp(m, exp, name, sink)
     masses = [(_mass_free(m, exp, q), len(q)) for q in m.subsets]
     hi = exp.bound * max(m.max_mass(i) for i in exp.instructions)
     return make_tp(masses, name, hi, len(m.cls.ports), sink, encoding)

@@ -181,20 +181,25 @@ def _solve(problem, backend: str | None, timeout: float | None):
 def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, levels: int = 2,
                    max_uops: int | None = None, max_exp_len: int = 4, backend: str | None = None,
                    timeout: float | None = None, symmetry_breaking: bool = True,
-                   shortest: bool = True, given: PortMapping | None = None) -> StrategyVerdict:
+                   shortest: bool = True, given: PortMapping | None = None,
+                   encoding: str = "threshold") -> StrategyVerdict:
     """Decide whether ``strategy`` determines every mapping of the bounded class up to
     indistinguishability (w.r.t. experiments of ≤ ``max_exp_len`` instructions).
 
     ``shortest`` re-solves with smaller size bounds so the distinguishing experiment reported
     is as short as possible. ``given`` asks about one mapping only: is *it* determined (M1 = given;
     its instructions and ports must be the class's, i1..iN and 0..K-1, or the file's names)?
+    ``encoding`` picks how throughputs are encoded: "threshold" (default: the bottleneck formula
+    over all port subsets as integer threshold tests), "max" (the same formula as a real maximum)
+    or "relate" (relateThroughput, Def. 4.5; no blocking instructions).
     """
     s = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     cls = s.mapping_class(insns, ports, levels, max_uops)
     if given is not None:
         given = _conform(given, cls)
     t0 = time.perf_counter()
-    enc = build_sufficiency(cls, s, max_exp_len, symmetry_breaking=symmetry_breaking, given=given)
+    enc = build_sufficiency(cls, s, max_exp_len, symmetry_breaking=symmetry_breaking, given=given,
+                            encoding=encoding)
     res = _solve(enc.problem, backend, timeout)
     if res.infeasible:
         return StrategyVerdict(s.name, s.description, cls, max_exp_len, SUFFICIENT, res.backend,
@@ -207,7 +212,8 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
     cx = _validate(s, cls, m1, m2, e)
     if shortest:
         for bound in range(1, e.size):
-            small = build_sufficiency(cls, s, bound, symmetry_breaking=symmetry_breaking, given=given)
+            small = build_sufficiency(cls, s, bound, symmetry_breaking=symmetry_breaking, given=given,
+                                      encoding=encoding)
             r = _solve(small.problem, backend, timeout)
             if r.feasible:
                 cx = _validate(s, cls, *small.decode(r.model))
