@@ -402,7 +402,8 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
     else:
         given = load_mapping(args.mapping) if args.mapping else None
         v = check_strategy(args.strategy, args.insns, args.ports, backend=args.backend, timeout=args.timeout,
-                           symmetry_breaking=not args.no_symmetry_breaking, given=given, **common)
+                           symmetry_breaking=not args.no_symmetry_breaking, given=given,
+                           encoding=args.encoding, **common)
     _emit_json(v.as_json()) if args.json else print(v.render())
     return 0
 
@@ -621,6 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["smt", "enumerate"], default="smt",
                    help="smt (default) or enumerate every mapping of the class (tiny classes; a cross-check)")
     p.add_argument("--no-symmetry-breaking", action="store_true", help="do not order ports/instructions of M1")
+    p.add_argument("--encoding", choices=["threshold", "max", "relate"], default="threshold",
+                   help="throughputs as threshold tests of the bottleneck formula (default), as its real "
+                        "maximum, or via relateThroughput (Def. 4.5)")
     p.add_argument("--mapping", metavar="FILE",
                    help="ask about this one mapping (instructions i1..iN, ports 0..K-1): is it determined?")
     p.add_argument("--timeout", type=float, help="solver time limit per check, seconds")
