@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from itertools import combinations, combinations_with_replacement, product
+from itertools import combinations, combinations_with_replacement, permutations, product
 from typing import Iterator, Sequence
 
 from pmsolve.model import Experiment, PortMapping, sort_ports
@@ -36,22 +36,35 @@ def ports_of(k: int) -> tuple[str, ...]:
     return tuple(str(j) for j in range(k))
 
 
+def _is_canonical(table: dict[str, tuple[frozenset[str], ...]], ports: tuple[str, ...]) -> bool:
+    """Whether the mapping is the smallest of its port renamings (every statement checked here is
+    invariant under renaming ports, so one representative per orbit suffices)."""
+    def key(rename: dict[str, str]) -> tuple:
+        return tuple(tuple(sorted(tuple(sorted(rename[p] for p in q)) for q in us)) for _, us in sorted(table.items()))
+
+    own = key({p: p for p in ports})
+    return all(own <= key(dict(zip(ports, perm))) for perm in permutations(ports))
+
+
 def two_level_domain(n_insns: int, max_ports: int) -> Iterator[PortMapping]:
-    """Every two-level mapping of instructions a, b, ... on K = 1..max_ports ports."""
+    """Every two-level mapping of instructions a, b, ... on K = 1..max_ports ports, up to port renaming."""
     names = "abcdefgh"[:n_insns]
     for k in range(1, max_ports + 1):
         ps = ports_of(k)
         for combo in product(subsets(ps), repeat=n_insns):
-            yield PortMapping.two_level(ps, dict(zip(names, combo)))
+            if _is_canonical({i: (q,) for i, q in zip(names, combo)}, ps):
+                yield PortMapping.two_level(ps, dict(zip(names, combo)))
 
 
 def three_level_domain(n_insns: int, n_ports: int, max_uops: int) -> Iterator[PortMapping]:
-    """Every three-level mapping whose instructions have 1..max_uops µops on n_ports ports."""
+    """Every three-level mapping whose instructions have 1..max_uops µops on n_ports ports, up to
+    port renaming."""
     names = "abcdefgh"[:n_insns]
     ps = ports_of(n_ports)
     options = [combo for n in range(1, max_uops + 1) for combo in combinations_with_replacement(subsets(ps), n)]
     for choice in product(options, repeat=n_insns):
-        yield PortMapping(ps, {i: [(q, 1) for q in combo] for i, combo in zip(names, choice)})
+        if _is_canonical(dict(zip(names, choice)), ps):
+            yield PortMapping(ps, {i: [(q, 1) for q in combo] for i, combo in zip(names, choice)})
 
 
 def experiments(instructions: Sequence[str], max_count: int) -> list[Experiment]:
@@ -184,7 +197,8 @@ register(Check(
     "min t s.t. (A) Σ_k x_uk = mass_u, (B) Σ_u x_uk = p_k, (C) p_k ≤ t, (D) x ≥ 0, (E) x_uk = 0 off M",
     "all two-level mappings of 2 instructions on 1-3 ports and all three-level mappings of 2 instructions "
     "with 1-2 µops on 2 ports; experiments with counts 0..2; T(M,e,N) = ⌈N·t*⌉ for N ∈ {1, 2, lcm(1..K)} "
-    "(so T(M,e,lcm)/lcm = t* attains the infimum of Thm 3.6 and no N in the set beats it)",
+    "(so T(M,e,lcm)/lcm = t* attains the infimum of Thm 3.6 and no N in the set beats it); mappings up to "
+    "port renaming",
     f"exhaustive: LP in the IR solved by {LP_BACKEND}; optimal schedules by integer max-flow "
     "(pmsolve.throughput.optimal_schedule_length)",
     _thm_3_7,
@@ -221,7 +235,8 @@ register(Check(
     "tp⁻¹ of e under a three-level mapping (each µop occurrence its own commodity, Def. 3.9 literally) "
     "equals tp⁻¹ of e' = {u ↦ Σ_(i,n,u) e(i)·n} under the two-level mapping (U ∪· P, E) whose instructions "
     "are the µops, identified by their port sets",
-    "all three-level mappings of 2 instructions with 1-3 µops on 2 ports; experiments with counts 0..2",
+    "all three-level mappings of 2 instructions with 1-3 µops on 2 ports (up to port renaming); experiments "
+    "with counts 0..2",
     f"exhaustive: both sides as LPs in the IR solved by {LP_BACKEND}",
     _remark_3_13,
     {"ignore-multiplicity": "e'(u) = Σ e(i), dropping the multiplicity n",
@@ -344,7 +359,8 @@ register(Check(
     "the constraints (A)-(I) are satisfiable, and every model has t = the LP optimum t* (= tp⁻¹)",
     "(1) symbolically for all mappings and experiments of: 2 instructions × 3 ports two-level with |e| ≤ 3; "
     "3 × 3 two-level with |e| ≤ 2; 2 × 2 three-level (power-set µops, ≤ 2 µops) with |e| ≤ 3; "
-    "(2) satisfiability with t = tp⁻¹ for every two-level mapping of 2 instructions on 1-3 ports, counts 0..1",
+    "(2) satisfiability with t = tp⁻¹ for every two-level mapping of 2 instructions on 1-3 ports (up to port "
+    "renaming), counts 0..1",
     f"SMT ({SMT_BACKEND}): relateThroughput from pmsolve.encodings ∧ t ≠ max_Q mass(Q)/|Q| is unsat; "
     "the formula side is Thm 5.2, itself checked against the LP by thm-5.2",
     _thm_4_4,
@@ -403,7 +419,7 @@ register(Check(
     "tp⁻¹_M(e) = max over non-empty Q ⊆ P of Σ{mass of µops u | M[u] ⊆ Q} / |Q|",
     "(1) vs the LP: the domain of thm-3.7 plus all two-level mappings of 3 instructions with 2 of 4 ports each "
     "on {a,b,c} (App. E.2's shape); (2) vs pmsolve.throughput.bottleneck: all two-level mappings of 3 "
-    "instructions on 1-3 ports, counts 0..2",
+    "instructions on 1-3 ports (up to port renaming), counts 0..2",
     f"exhaustive, exact Fractions for the formula, LP in the IR solved by {LP_BACKEND}",
     _thm_5_2,
     {"own-sets-only": "Q ranges only over the µops' own port sets and P (no unions)",
