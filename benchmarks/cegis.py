@@ -32,6 +32,7 @@ from fractions import Fraction
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from pmsolve.errors import PmsolveError
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.metrics import pearson
@@ -86,33 +87,41 @@ def run_one(key: str, truth: PortMapping, run: int, lever: dict, uops: dict | No
     if opts.get("backend", "z3") != "z3":
         opts["solver_options"] = None
     oracle = SimulatedOracle(truth)
-    t0 = time.perf_counter()
-    res = infer(oracle, truth.ports, CegisOptions(**opts))
-    secs = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        res = infer(oracle, truth.ports, CegisOptions(**opts))
+    except PmsolveError as exc:  # e.g. a per-check timeout from --lever timeout=…
+        return {"key": key, "seconds": round(time.perf_counter() - t0, 3), "status": f"failed: {exc}"[:200],
+                "added": oracle.queries, "initial": 0, "max_size": None, "pearson": float("nan"),
+                "max_cpi_err": float("nan"), "equivalents": 0, "checks": None}
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     p, err = check(truth, res.mapping, run) if res.mapping else (float("nan"), float("nan"))
-    return {"key": key, "seconds": round(secs, 3), "status": res.status, "added": res.added_experiments,
+    return {"key": key, "seconds": round(secs, 3), "cpu_seconds": round(cpu, 3), "status": res.status, "added": res.added_experiments,
             "initial": res.initial, "max_size": res.stats.get("max_size"), "pearson": p, "max_cpi_err": err,
             "equivalents": len(res.equivalent), "checks": res.stats.get("solver_checks")}
 
 
-def summarize(rows: list[dict], keys: list[str], paper: dict) -> None:
+def summarize(rows: list[dict], keys: list[str], paper: dict, use_cpu: bool = False) -> None:
+    """Median [min–max] wall-clock seconds per point (CPU seconds of the process with use_cpu:
+    fairer on a shared machine; z3 runs in-process, so it is all of the work)."""
     by: dict[str, list[dict]] = {}
     for r in rows:
         by.setdefault(r["key"], []).append(r)
-    print(f"{'point':<22} {'runs':>4} {'median s':>9} {'min–max s':>16} {'added exps med [min–max]':>25} "
+    print(f"{'point':<22} {'runs':>4} {'median s' if not use_cpu else 'med CPU s':>9} {'min–max s':>16} {'added exps med [min–max]':>25} "
           f"{'max |e|':>7} {'Pearson min':>11} {'CPI err max':>11}  dissertation")
     for key in keys:
         rs = by.get(key)
         if not rs:
             continue
-        secs = [r["seconds"] for r in rs]
+        failed = sum(not r["status"].startswith("inferred") for r in rs)
+        secs = [r.get("cpu_seconds", r["seconds"]) if use_cpu else r["seconds"] for r in rs]
         added = [r["added"] for r in rs]
         base = key.split("|")[0]
         ref = paper.get(base, "")
         print(f"{key:<22} {len(rs):>4} {statistics.median(secs):>9.1f} {min(secs):>7.1f}–{max(secs):<8.1f} "
               f"{statistics.median(added):>11.0f} [{min(added)}–{max(added)}]{'':>8} "
               f"{max(r['max_size'] or 0 for r in rs):>7} {min(r['pearson'] for r in rs):>11.4f} "
-              f"{max(r['max_cpi_err'] for r in rs):>11.4f}  {ref}")
+              f"{max(r['max_cpi_err'] for r in rs):>11.4f}  {ref}" + (f"  ({failed} failed/timed out)" if failed else ""))
 
 
 def main() -> int:
@@ -126,6 +135,7 @@ def main() -> int:
                          "strategy=joint, encoding=relate, backend=cvc5, ...); repeatable")
     ap.add_argument("--log", default="cegis_bench.jsonl", help="JSON lines, one per finished run (resumable)")
     ap.add_argument("--summary", action="store_true", help="only print the table from --log")
+    ap.add_argument("--cpu", action="store_true", help="report process CPU seconds instead of wall-clock")
     args = ap.parse_args()
     lever = parse_lever(args.lever)
     tag = ("|" + ",".join(args.lever)) if args.lever else ""
@@ -159,7 +169,7 @@ def main() -> int:
                         fh.write(json.dumps(row) + "\n")
                     print(f"{name + tag} truth {g} run {run}: {row['seconds']:.1f}s, {row['status']}, "
                           f"+{row['added']} experiments, Pearson {row['pearson']:.4f}", file=sys.stderr, flush=True)
-    summarize(done, keys, paper)
+    summarize(done, keys, paper, args.cpu)
     return 0
 
 

@@ -129,6 +129,8 @@ class CegisOptions:
       ``constraints_symmetric``: declare that they do not single out ports (keeps symmetry breaking);
     * ``encoding``: "bounds" (lean upper/lower-bound form for measured experiments, see
       :mod:`~pmsolve.infer.cegis.encode`) or "relate" (relateThroughput as in the dissertation);
+    * ``reuse``: a candidate that survives a measurement becomes the next m1 without a
+      findMapping call;
     * ``solver_options``: passed to the solver of the incremental session (e.g. z3 random_seed);
     * ``backend``: any capable backend name (None: $PMSOLVE_BACKEND / auto); ``timeout`` per check.
     """
@@ -155,6 +157,7 @@ class CegisOptions:
     max_iterations: int | None = None
     encoding: str = "bounds"
     solver_options: Mapping[str, Any] | None = None
+    reuse: bool = True
 
 
 # --------------------------------------------------------------------------- results
@@ -458,7 +461,7 @@ class Cegis:
 
     def _split_step(self, m1: PortMapping, m1_model: dict[str, Any],
                     equivalents: list[tuple[PortMapping, dict[str, Any]]]
-                    ) -> tuple[Experiment, list[PortMapping]] | None:
+                    ) -> tuple[Experiment, list[tuple[PortMapping, dict[str, Any]]]] | None:
         """Next experiment and the candidates it was chosen against, or None when m1 is proved."""
         while True:
             self.session.push()
@@ -483,7 +486,7 @@ class Cegis:
             self.stats["screen_s"] += time.perf_counter() - t0
             if row is not None:
                 e = screen.experiment(row)
-                against = [m for m, _ in others
+                against = [(m, mod) for m, mod in others
                            if _apart(inverse_throughput(m1, e, self.r_max), inverse_throughput(m, e, self.r_max), e, self.eps)]
                 if not against:  # float screening disagreed with the exact formula: use the solver
                     row = None
@@ -496,7 +499,7 @@ class Cegis:
                     if e2 is not None:
                         break
                 if e2 is not None:
-                    return e2, [m2]
+                    return e2, [(m2, mod)]
                 equivalents.append((m2, mod))
                 self.stats["equivalents"] += 1
                 self.progress(f"  candidate indistinguishable from the current mapping up to size "
@@ -508,7 +511,7 @@ class Cegis:
                 for b in range(screen.bound + 1, max(screen.bound, self.o.final_bound) + 1):
                     joint = self._joint_step(m1, b, f"f{len(self.obs)}.{b}.")
                     if joint is not None:
-                        return joint[1], [joint[0]]
+                        return joint[1], [(joint[0], joint[2])]
                 self.joint_proof = True
                 return None
 
@@ -519,7 +522,8 @@ class Cegis:
         return self._decode(res), res.model
 
     # ----- joint strategy (dissertation)
-    def _joint_step(self, m1: PortMapping, bound: int, tag: str) -> tuple[PortMapping, Experiment] | None:
+    def _joint_step(self, m1: PortMapping, bound: int, tag: str
+                    ) -> tuple[PortMapping, Experiment, dict[str, Any]] | None:
         insns = self.space.instructions
         e_free = free_experiment(insns, bound, f"{tag}E.")
         self.session.push()
@@ -540,7 +544,7 @@ class Cegis:
             self.session.pop()
         if not _apart(inverse_throughput(m1, e, self.r_max), inverse_throughput(m2, e, self.r_max), e, self.eps):
             raise SolverError(f"{self.backend} returned {e}, which does not separate m1 and m2")
-        return m2, e
+        return m2, e, res.model
 
     # ----- unsat cores
     def conflict(self) -> Conflict:
@@ -600,9 +604,10 @@ class Cegis:
         bound = 1 if o.strategy == "joint" else 0
         iteration = 0
         m1_prev: PortMapping | None = None
+        carry: tuple[PortMapping, dict[str, Any]] | None = None  # a candidate that survived
         while True:
             iteration += 1
-            found = self.find_mapping()
+            found = carry if carry is not None else self.find_mapping()
             if found is None:
                 conflict = self.conflict()
                 self.progress(conflict.describe())
@@ -640,15 +645,19 @@ class Cegis:
                                                   f"distinguishes another consistent mapping")
                     bound = bound + 1 if bound < o.max_bound else o.final_bound
                     self.progress(f"  experiment size bound now {bound}")
-                m2, e = joint
-                against = [m2]
+                m2, e, m2_model = joint
+                against = [(m2, m2_model)]
             if e in self.store.values and any(e == x for x, _ in self.obs):
                 raise SolverError(f"internal error: experiment {e} was already measured")
             (t,) = self._measure([e])
             self._observe(e, t)
-            pred = [(m, inverse_throughput(m, e, self.r_max)) for m in [m1] + against]
-            out = tuple((m, tp) for m, tp in pred if _explains(m, [(e, t)], self.r_max, self.eps))
-            kept = next((m for m, tp in pred if not _explains(m, [(e, t)], self.r_max, self.eps)), None)
+            pred = [(m, mod, inverse_throughput(m, e, self.r_max)) for m, mod in [(m1, model)] + against]
+            out = tuple((m, tp) for m, _, tp in pred if _explains(m, [(e, t)], self.r_max, self.eps))
+            alive = [(m, mod) for m, mod, _ in pred if not _explains(m, [(e, t)], self.r_max, self.eps)]
+            kept = alive[0][0] if alive else None
+            # reuse between iterations: a mapping explaining every measurement so far (checked
+            # exactly) is the next m1 without asking the solver again
+            carry = alive[0] if (alive and o.reuse) else None
             w = Witness(e, t, kept, out)
             self.witnesses.append(w)
             self.store.note(e, {"ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)} for m, tp in out]})
