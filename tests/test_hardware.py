@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import pytest
 
-from pmsolve.harness.hardware import HardwareOracle, MeasurementError, Settings, assemble, available, relative_spread
+from pmsolve.harness.hardware import (REFERENCES, HardwareOracle, MeasurementError, Settings, assemble, available,
+                                      relative_spread)
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.store import MeasurementStore, StoredOracle
@@ -59,7 +60,7 @@ def test_result_details(hw):
     [(_, r)] = list(hw.measure_iter([Experiment({"mov_r64_m64": 1})]))
     assert r.ok and r.cycles > 0 and r.spread is not None and r.attempts >= 1
     assert len(r.samples) == 3 and all(len(v) == FAST.rounds for v in r.samples.values())   # 40/80/200
-    assert len(r.reference) == 2 and all(x > 0 for x in r.ratios)
+    assert len(r.reference) == 2 and set(r.reference[0]) == set(REFERENCES) and all(x > 0 for x in r.ratios)
     assert r.cycles == min(sorted(v)[len(v) // 2] for v in r.samples.values())
 
 

@@ -72,26 +72,26 @@ class Executor:
 
     def calibrate(self, cal: str, n: int) -> float:
         """TSC ticks per core cycle: the dependent add chain runs CAL_CHAIN cycles per iteration.
-        A latency chain cannot run faster than that, so interruptions only inflate it: take the
-        smaller of two runs."""
-        return min(self.diff(cal, n), self.diff(cal, n)) / CAL_CHAIN
+        An interruption inflates T(n) or T(2n) and so shifts the difference either way: take
+        the median of three differences."""
+        return sorted(self.diff(cal, n) for _ in range(3))[1] / CAL_CHAIN
 
     def measure(self, req: dict) -> dict:
         """Rounds of samples for every unroll variant, interleaved with calibration; reference
         kernel samples before and after (noise detection is the parent's job)."""
         fill_memory(self.memory)
-        cal, ref = req["calibration"], req["reference"]
+        cal, refs_req = req["calibration"], req["references"]
         target = req["target_ticks"]
         n_cal = self.iterations(cal, target)
-        n_ref = self.iterations(ref, target)
+        n_ref = {name: self.iterations(name, target) for name, _ in refs_req}
         variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         ratios: list[float] = []
-        refs: list[float] = []
+        refs: list[dict[str, float]] = []
 
         def ref_sample() -> None:
             r = self.calibrate(cal, n_cal)
-            refs.append(self.diff(ref, n_ref) / r / req["reference_instructions"])
+            refs.append({name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req})
 
         ref_sample()
         for _ in range(req["rounds"]):

@@ -34,7 +34,19 @@ def default_dir() -> Path:
     env = os.environ.get("PMSOLVE_ISA_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "isa"
+    return data_dir("isa")
+
+
+def data_dir(name: str) -> Path:
+    """A top-level data folder (``isa``, ``harness``): next to the package in a checkout or an
+    editable install, else where a wheel installs it (``<prefix>/share/pmsolve/NAME``)."""
+    import sys
+
+    here = Path(__file__).resolve().parents[2] / name
+    if here.is_dir():
+        return here
+    installed = Path(sys.prefix) / "share" / "pmsolve" / name
+    return installed if installed.is_dir() else here
 
 
 def host_features(cpuinfo: str | None = None) -> frozenset[str] | None:
