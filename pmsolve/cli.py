@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from fractions import Fraction
 from importlib import resources
@@ -502,10 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schemes", help="comma-separated schemes (default: the built-in set of ~50)")
     p.add_argument("--ports", type=int, default=10, help="number of ports K for PMEvo (default 10)")
     p.add_argument("--held-out", type=int, default=60, help="held-out 4-5-instruction experiments (default 60)")
-    p.add_argument("--population", type=int, default=400, help="PMEvo population (default 400)")
-    p.add_argument("--generations", type=int, default=60, help="PMEvo generation limit (default 60)")
+    p.add_argument("--population", type=int, default=300, help="PMEvo population (default 300)")
+    p.add_argument("--generations", type=int, default=50, help="PMEvo generation limit (default 50)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--workers", type=int, default=1, help="processes for PMEvo fitness evaluation")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes for PMEvo fitness evaluation (default: all cores)")
     p.add_argument("--store", default="pmsolve-measurements.sqlite", help="measurement store (SQLite)")
     p.add_argument("--checkpoint", metavar="DIR", help="PMEvo checkpoint folder (resume an interrupted inference)")
     p.add_argument("--simulated", action="store_true", help="run the simulated example even on x86-64")
