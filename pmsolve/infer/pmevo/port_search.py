@@ -45,15 +45,24 @@ class _PortState:
         rows = ev.rows_of(i)
         total = np.zeros(cand.shape[0])
         buf = np.empty_like(cand)
+        alone = None  # max_Q of the candidate row itself, shared by i's singleton rows
         for r in rows:
             if ev.a[r] == i:
                 mi, j, mj = ev.na[r], ev.b[r], ev.nb[r]
             else:
                 mi, j, mj = ev.nb[r], ev.a[r], ev.na[r]
-            np.multiply(cand, np.float32(mi), out=buf)
-            if j < ev.n_insns:
-                buf += np.float32(mj) * self.s[j]
-            pred = buf.max(axis=1).astype(np.float64)
+            if j == ev.n_insns:
+                if alone is None:
+                    alone = cand.max(axis=1).astype(np.float64)
+                pred = mi * alone
+            else:
+                partner = self.s[j] if mj == 1 else np.float32(mj) * self.s[j]
+                if mi == 1:
+                    np.add(cand, partner, out=buf)
+                else:
+                    np.multiply(cand, np.float32(mi), out=buf)
+                    buf += partner
+                pred = buf.max(axis=1).astype(np.float64)
             if ev.r_max is not None:
                 pred = np.maximum(pred, ev.sizes[r] / ev.r_max)
             total += np.abs(pred - ev.measured[r]) / ev.measured[r]
