@@ -232,8 +232,10 @@ class Evolution:
             gen, converged = 0, self._converged(pop)
             self._log(gen, pop, t0)
             self._save(gen, pop, converged)
-        best_d = min(row["best_d"] for row in self.logbook) if len(self.logbook) else float("inf")
-        stale = 0
+        best_d, stale = float("inf"), 0
+        for row in self.logbook:  # replay, so patience counts the same after a resume
+            stale = 0 if row["best_d"] < best_d - 1e-12 else stale + 1
+            best_d = min(best_d, row["best_d"])
         while gen < cfg.generations and not converged:
             offspring = []
             while len(offspring) < cfg.population:
