@@ -275,37 +275,3 @@ def test_benchmark_instances_are_deterministic_and_consistent():
     assert all(inverse_throughput(m1, e) == t for e, t in obs)
     assert str(find_other_mapping_instance(3, 2, seed=1)) == str(find_other_mapping_instance(3, 2, seed=1))
 
-
-def _all_two_level(insns, ports):
-    from itertools import product
-
-    sets = [list(c) for r in range(1, len(ports) + 1) for c in combinations(ports, r)]
-    for choice in product(sets, repeat=len(insns)):
-        yield PortMapping.two_level(ports, dict(zip(insns, choice)))
-
-
-def _all_experiments(insns, bound):
-    from itertools import product
-
-    for counts in product(range(bound + 1), repeat=len(insns)):
-        if 0 < sum(counts) <= bound:
-            yield Experiment({i: c for i, c in zip(insns, counts) if c})
-
-
-@pytest.mark.parametrize("backend", [b for b in ("z3", "highs") if b in INSTALLED])
-@pytest.mark.parametrize("strategy_kind", ["singletons", "singletons+pairs"])
-def test_strategy_sufficiency_matches_enumeration(backend, strategy_kind):
-    from pmsolve.encodings import find_strategy_counterexample
-
-    insns, ports, bound = ("a", "b", "c"), ("p1", "p2"), 3
-    strategy = [Experiment({i: 1}) for i in insns]
-    if strategy_kind == "singletons+pairs":
-        strategy += [Experiment({a: 1, b: 1}) for a, b in combinations(insns, 2)]
-    probes = list(_all_experiments(insns, bound))
-    groups = {}
-    for m in _all_two_level(insns, ports):
-        key = tuple(inverse_throughput(m, e) for e in strategy)
-        groups.setdefault(key, set()).add(tuple(inverse_throughput(m, e) for e in probes))
-    expect_counterexample = any(len(v) > 1 for v in groups.values())
-    found = find_strategy_counterexample(Space(insns, ports), strategy, backend, bound=bound)
-    assert (found is not None) == expect_counterexample

@@ -8,8 +8,9 @@
 - `build_find_mapping` / `find_mapping`, `build_find_other_mapping` / `find_other_mapping` —
   sec. 4.2.3, over a `Space` of mappings; `observation` gives one measurement's constraints for
   incremental use in a `pmsolve.backends.open_session()`.
-- `build_sufficiency` / `find_strategy_counterexample` — does a benchmark strategy determine
-  the mapping (two mappings agreeing on it but not on some bounded experiment)?
+- `build_sufficiency` (in `pmsolve.encodings.strategy`) — does a benchmark strategy determine
+  the mapping (two mappings agreeing on it but not on some bounded experiment)? The checker
+  around it is `pmsolve.strategy.check_strategy`.
 - `build_subsumption` / `subsumes` — AnICA subsumption (Def. 8.7) as SAT.
 - `build_coverage` / `best_coverage` — the coverage ILP of sec. 8.1.7.
 """
@@ -26,13 +27,13 @@ from pmsolve.encodings.mappings import (
 )
 from pmsolve.encodings.relate import Relation, differ, matches, relate_throughput, separation
 from pmsolve.encodings.subsumption import build_subsumption, subsumes
-from pmsolve.encodings.sufficiency import build_sufficiency, find_strategy_counterexample
+from pmsolve.encodings.strategy import build_sufficiency
 
 __all__ = [
     "ExperimentEnc", "MappingEnc", "Relation", "Space", "ThroughputLp", "UopKind",
     "best_coverage", "build_coverage", "build_find_mapping", "build_find_other_mapping",
     "build_subsumption", "build_sufficiency", "differ", "find_mapping", "find_other_mapping",
-    "find_strategy_counterexample", "fixed_count_mapping",
+    "fixed_count_mapping",
     "fixed_experiment", "fixed_mapping", "free_experiment", "matches", "observation",
     "power_set_mapping",
     "relate_throughput", "separation", "subsumes", "throughput_lp", "two_level_mapping",
