@@ -56,7 +56,7 @@ class JobConfig:
     patience: int | None = 10
     local_search: int | None = 16
     workers: int = 1
-    store: str = "pmsolve-measurements.sqlite"
+    store: str | None = None            # None: default_store()
     checkpoint: str | None = None
     mcpu: str = "znver3"
     osaca_arch: str = "ZEN3"
@@ -86,6 +86,16 @@ class JobReport:
                              for i, (e, m) in enumerate(zip(self.held_out, self.measured))],
                 "mapping": {i: [{"ports": sorted(u.ports), "count": u.count} for u in us]
                             for i, us in self.mapping.uops.items()}}
+
+
+def default_store() -> Path:
+    """``$XDG_CACHE_HOME/pmsolve/measurements.sqlite`` (``~/.cache`` by default)."""
+    import os
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = base / "pmsolve" / "measurements.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Experiment]:
@@ -208,9 +218,10 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
             _say(f"measured {done[0]} experiments ({time.monotonic() - t0:.0f} s)", quiet)
 
     hw = HardwareOracle(list(config.schemes), Settings(), progress=progress)
-    store = MeasurementStore(config.store)
+    store_path = str(config.store or default_store())
+    store = MeasurementStore(store_path)
     oracle = StoredOracle(hw, store)
-    _say(f"measuring {len(config.schemes)} schemes on {cpu_model()} (store {config.store})", quiet)
+    _say(f"measuring {len(config.schemes)} schemes on {cpu_model()} (store {store_path})", quiet)
     try:
         singles = dict(zip(config.schemes, oracle.measure([Experiment({s: 1}) for s in config.schemes])))
         fast = sorted((s for s in config.schemes if singles[s] < 0.9), key=singles.get)[:8]
@@ -236,7 +247,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     preds[f"OSACA {config.osaca_arch}"] = osaca
     seconds["predictors"] = time.monotonic() - t3
     seconds["total"] = time.monotonic() - t0
-    notes = [f"{oracle.measured} experiments measured now, {oracle.reused} answered from {config.store}"]
+    notes = [f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}"]
     if unknown:
         notes.append(f"OSACA did not know {unknown} instruction form(s) (counted as no port pressure)")
     noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
