@@ -508,7 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="processes for PMEvo fitness evaluation (default: all cores)")
-    p.add_argument("--store", default="pmsolve-measurements.sqlite", help="measurement store (SQLite)")
+    p.add_argument("--store", help="measurement store, SQLite (default: $XDG_CACHE_HOME or ~/.cache "
+                                   "/pmsolve/measurements.sqlite)")
     p.add_argument("--checkpoint", metavar="DIR", help="PMEvo checkpoint folder (resume an interrupted inference)")
     p.add_argument("--simulated", action="store_true", help="run the simulated example even on x86-64")
     p.add_argument("-o", "--out", help="write the inferred mapping here")
