@@ -17,6 +17,25 @@ skipped, so the grid can be run in the background, interrupted and continued:
 
 The table lists median [min–max] seconds and added experiments per point next to the
 dissertation's figures (i9-10900K, single thread; read off Fig. 4.6 / Table 4.1 text).
+
+Measured on the shared 2-core VM (22 Nov 2026, other benchmarks running; medians of 9 runs,
+process CPU seconds, wall-clock 1–3× that under the load; ε = 0.02, exact oracle):
+
+    4×16: 12.8 s (dissertation ≈10 s)    6×16: 18.0 s CPU / 20.4 s wall (≈1,000 s)
+    8×10: 16.6 s CPU / 23.1 s wall (>10,000 s)    8×12: ≈52 s CPU (3 runs; not in the paper)
+    Table 4.1 4×2+0 µops (4 insns, 6 ports, fixed counts): 30 s CPU (94 s)
+
+Levers (3 ground truths × 1 run, median CPU seconds; `--lever …`):
+
+    port-renaming symmetry breaking (lex-leader columns)   6×6: 1.2 s vs 23.4 s without
+    split findOtherMapping vs the joint one (Alg. 4.1)     6×6: 1.2 s vs 8.6 s
+    everything off ≈ the dissertation's configuration      6×6: 57 s (joint, relate, no symmetry, no reuse)
+    bounds encoding of measurements vs relateThroughput    6×8: 1.5 s vs 4.0 s
+    reuse of a surviving candidate as next m1              6×8: 1.5 s vs 3.5 s (49 → 27 solver checks)
+    partial model read-back (Session.check(values=…))      4×10: 4.6 s vs 21 s wall (single run)
+    committee of 3 candidates per iteration (vs 1)         6×12: ≈3× slower, same experiment count
+    initial pairs (vs singletons)                          6×8: 2.5 s vs 1.5 s, 5 vs 15 added but +28 initial
+    cvc5 (vs z3)                                           6×8: 6.5 s vs 1.5 s
 """
 
 from __future__ import annotations
@@ -104,8 +123,9 @@ def run_one(key: str, truth: PortMapping, run: int, lever: dict, uops: dict | No
 def summarize(rows: list[dict], keys: list[str], paper: dict, use_cpu: bool = False) -> None:
     """Median [min–max] wall-clock seconds per point (CPU seconds of the process with use_cpu:
     fairer on a shared machine; z3 runs in-process, so it is all of the work)."""
+    last = {(r["key"], r.get("truth"), r.get("run")): r for r in rows}  # a rerun replaces a run
     by: dict[str, list[dict]] = {}
-    for r in rows:
+    for r in last.values():
         by.setdefault(r["key"], []).append(r)
     print(f"{'point':<22} {'runs':>4} {'median s' if not use_cpu else 'med CPU s':>9} {'min–max s':>16} {'added exps med [min–max]':>25} "
           f"{'max |e|':>7} {'Pearson min':>11} {'CPI err max':>11}  dissertation")
