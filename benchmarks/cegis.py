@@ -19,11 +19,13 @@ The table lists median [min–max] seconds and added experiments per point next 
 dissertation's figures (i9-10900K, single thread; read off Fig. 4.6 / Table 4.1 text).
 
 Measured on the shared 2-core VM (22 Nov 2026, other benchmarks running; medians of 9 runs,
-process CPU seconds, wall-clock 1–3× that under the load; ε = 0.02, exact oracle):
+process CPU seconds; wall-clock was 1–3× that under the load; ε = 0.02, exact oracle):
 
-    4×16: 12.8 s (dissertation ≈10 s)    6×16: 18.0 s CPU / 20.4 s wall (≈1,000 s)
-    8×10: 16.6 s CPU / 23.1 s wall (>10,000 s)    8×12: ≈52 s CPU (3 runs; not in the paper)
-    Table 4.1 4×2+0 µops (4 insns, 6 ports, fixed counts): 30 s CPU (94 s)
+    4×16: 1.8 s CPU / 4.2 s wall (dissertation ≈10 s)
+    6×10: 6.8 s (75 s)   6×12: 9.2 s (159 s)   6×16: 18.0 s CPU / 20.4 s wall (920–1,000 s)
+    8×10: 16.6 s CPU / 23.1 s wall (>10,000 s)   8×12: 40 s CPU / 130 s wall   8×14: 146 s CPU (3 runs)
+    Table 4.1, 4 insns × 6 ports, fixed µop counts: 4×2+0 µops 30 s (94 s), 2×3+2 75 s (96 s) —
+    the three-level space gains far less than the two-level one.
 
 Levers (3 ground truths × 1 run, median CPU seconds; `--lever …`):
 
