@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pmsolve.errors import FormatError, PmsolveError
+from pmsolve.fileio import atomic_write_text
 from pmsolve.model import Experiment, Measurement, PortMapping, Uop, sort_ports
 
 MAPPING_FORMATS = ("pmsolve", "pmevo", "explainable", "uopsinfo")
@@ -51,7 +52,7 @@ def _read_json(path: str | Path) -> Any:
 
 def _write_text(path: str | Path, text: str) -> None:
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)
     except OSError as exc:
         raise FormatError(f"{path}: cannot write file: {exc.strerror or exc}") from None
 

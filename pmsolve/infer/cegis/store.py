@@ -8,14 +8,13 @@ run and refuses to resume a run with different ones.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from pmsolve.errors import ValidationError
+from pmsolve.fileio import atomic_write_text
 from pmsolve.model import Experiment
 
 
@@ -28,22 +27,7 @@ def as_fraction(x: float | Fraction) -> Fraction:
 
 
 def atomic_write_json(path: str | Path, data: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 class MeasurementStore:

@@ -3,39 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pmsolve.errors import FormatError
+from pmsolve.fileio import atomic_write_bytes
 
 STATE_FILE = "state.pickle"
 MEASUREMENTS_FILE = "measurements.json"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over the target, so
-    the file is always either the old or the new version, never half written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save_state(folder: str | Path, state: dict[str, Any]) -> None:
-    _atomic_write(Path(folder) / STATE_FILE, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+    atomic_write_bytes(Path(folder) / STATE_FILE, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def load_state(folder: str | Path) -> dict[str, Any] | None:
@@ -49,7 +29,7 @@ def load_state(folder: str | Path) -> dict[str, Any] | None:
 
 
 def save_json(folder: str | Path, name: str, data: Any) -> None:
-    _atomic_write(Path(folder) / name, (json.dumps(data, indent=1) + "\n").encode())
+    atomic_write_bytes(Path(folder) / name, (json.dumps(data, indent=1) + "\n").encode())
 
 
 def load_json(folder: str | Path, name: str) -> Any | None:
