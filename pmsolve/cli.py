@@ -447,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pmsolve",
         description="CPU port mappings as a solved, checkable problem: compute the throughput a "
-                    "port mapping implies, evaluate it against measurements, convert formats.",
+                    "port mapping implies, infer mappings from measurements (this CPU, simulated or "
+                    "recorded), check strategies and theorems, evaluate against measurements, with "
+                    "the solver backend of your choice. `pmsolve infer` alone runs the main job.",
         epilog="Mappings are read in any of: " + ", ".join(MAPPING_FORMATS) + " (detected automatically).")
     parser.add_argument("--version", action="version", version=f"pmsolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
