@@ -85,10 +85,6 @@ def cpi(experiment: Experiment, inverse_tp: Fraction | float) -> Fraction | floa
 
 # --------------------------------------------------------------------------- vectorised route
 
-def _popcount(x: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(x).astype(np.float64)
-
-
 #: |Q| as float64 indexed by popcount; the empty union (padding, mass 0) divides by 1.
 _POPCOUNT_DIVISOR = np.maximum(np.arange(65, dtype=np.float64), 1.0)
 
