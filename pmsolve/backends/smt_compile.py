@@ -8,7 +8,7 @@ so every SMT route sees the identical formula.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Engine, RawResult
@@ -189,28 +189,20 @@ class SmtEngine(Engine):
         if problem.objective is not None:
             return self.optimize(problem)
         self._bound_vars(problem.roots())
-        tracks = [t for fr in self._tracks for t in fr]
-        status = self._check([lit for _, lit in tracks])
-        if status == R.SAT:
-            model = {}
-            for v in problem.variables():
-                model[v.name] = self._value(self.c.vars[v.name])
-            return RawResult(R.SAT, model)
-        if status == R.UNSAT:
-            core: tuple[str, ...] = ()
-            if want_core:
-                core_ids = {str(x) for x in self._core()}
-                core = tuple(name for name, lit in tracks if str(lit) in core_ids)
-            return RawResult(R.UNSAT, core=core)
-        return RawResult(R.UNKNOWN, reason=self._reason())
+        return self._check_tracked(want_core, lambda: {v.name: self._value(self.c.vars[v.name])
+                                                       for v in problem.variables()})
 
     def check_values(self, variables: list[Any], want_core: bool) -> RawResult:
         """A check that reads back only `variables` (see Session.check(values=...)); every
         asserted constraint already bounded its variables when it was added."""
+        return self._check_tracked(want_core, lambda: {v.name: self._value(self.c.var(v)) for v in variables})
+
+    def _check_tracked(self, want_core: bool, read_model: Callable[[], dict[str, Any]]) -> RawResult:
+        """Check under the tracked assertions; on sat read the model, on unsat name the core."""
         tracks = [t for fr in self._tracks for t in fr]
         status = self._check([lit for _, lit in tracks])
         if status == R.SAT:
-            return RawResult(R.SAT, {v.name: self._value(self.c.var(v)) for v in variables})
+            return RawResult(R.SAT, read_model())
         if status == R.UNSAT:
             core: tuple[str, ...] = ()
             if want_core:
