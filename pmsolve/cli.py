@@ -574,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_infer_cegis)
+    # further inference algorithms register here: module.add_commands(infer_sub)
 
     p = sub.add_parser("isa", help="the x86-64 instruction-scheme catalogue",
                        description="Instruction schemes generated from iced-x86 (isa/x86_64.json), with the "
@@ -655,6 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--r-max", type=float, default=5, help="front-end cap (default 5, as on Zen+)")
     p.add_argument("-o", "--out", help="also write the example mapping to this file")
     p.set_defaults(func=cmd_demo)
+    # command families that live in their own modules register here: module.add_commands(sub)
     return parser
 
 
