@@ -1,0 +1,273 @@
+"""An AnICA campaign (Alg. 8.1): sample, judge, minimise, check subsumption, generalise, filter.
+
+Blocks are sampled in batches from the unconstrained abstract block of a random length ≤
+``block_size`` and predicted together (parallel predictor calls). Each interesting block is
+minimised; unless a discovery already subsumes it (Def. 8.7, SAT), it is generalised with
+``orders`` random expansion orders, and every result no discovery subsumes becomes one. At the
+end, discoveries subsumed by another one are filtered out (line 11).
+
+Randomness is derived from (seed, batch, position), and the state (discoveries with their
+trees, counters, elapsed time) is written crash-safely after every interesting block, so a
+killed campaign resumes exactly where it stopped and reproduces the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from pmsolve.anica.config import Config
+from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
+from pmsolve.anica.generalize import Generalizer, Settings
+from pmsolve.anica.interesting import Criterion, Evaluator
+from pmsolve.anica.predictors.base import Predictor
+from pmsolve.anica.sampler import Sampler, to_block
+from pmsolve.anica.subsume import subsumes
+from pmsolve.errors import FormatError, ValidationError
+from pmsolve.fileio import atomic_write_text
+
+STATE = "state.json"
+
+
+def build_universe(cfg: Config) -> Universe:
+    from pmsolve.anica.uops import uop_counts
+    from pmsolve.isa import load_catalogue
+
+    cat = load_catalogue()
+    offered = {s.name for s in cat.offered()}
+    schemes = [s for s in cat.filter(cfg.isa_filter) if s.name in offered]
+    if not schemes:
+        raise ValidationError(f"ISA filter {cfg.isa_filter!r} leaves no offered scheme")
+    forms = [Form(s) for s in schemes]
+    if cfg.lock_variants:
+        forms += [Form(s, True) for s in schemes if s.lock and s.memory == "load+store"]
+    return Universe(forms, uop_counts(schemes, cfg.uops))
+
+
+@dataclass
+class Discovery:
+    id: int
+    block: AbstractBlock
+    tree: list[dict[str, Any]]
+    score: float
+    origin: list[str]
+    minimal: dict[str, Any]
+    batch: int
+    order: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "block": self.block.to_json(), "tree": self.tree,
+                "score": None if self.score == float("inf") else self.score, "crash": self.score == float("inf"),
+                "origin": self.origin, "minimal": self.minimal, "batch": self.batch, "order": self.order}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Discovery":
+        return cls(d["id"], AbstractBlock.from_json(d["block"]), d["tree"],
+                   float("inf") if d.get("crash") else float(d["score"]), d["origin"], d["minimal"],
+                   d["batch"], d["order"])
+
+
+@dataclass
+class State:
+    config: Config
+    batch: int = 0
+    pos: int = 0
+    sampled: int = 0
+    interesting: int = 0
+    subsumed: int = 0
+    since_new: int = 0
+    elapsed: float = 0.0
+    unsupported: list[str] | None = None
+    discoveries: list[Discovery] = field(default_factory=list)
+    finished: bool = False
+    kept: list[int] | None = None
+    predicted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.to_json(), "batch": self.batch, "pos": self.pos, "sampled": self.sampled,
+                "interesting": self.interesting, "subsumed": self.subsumed, "since_new": self.since_new,
+                "elapsed": self.elapsed, "unsupported": self.unsupported, "finished": self.finished,
+                "kept": self.kept, "predicted": self.predicted,
+                "discoveries": [d.to_json() for d in self.discoveries]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "State":
+        try:
+            return cls(Config.from_json(d["config"]), d["batch"], d["pos"], d["sampled"], d["interesting"],
+                       d["subsumed"], d["since_new"], d["elapsed"], d.get("unsupported"),
+                       [Discovery.from_json(x) for x in d["discoveries"]], d.get("finished", False),
+                       d.get("kept"), d.get("predicted", 0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"campaign state is malformed: {exc}") from None
+
+    def final(self) -> list[Discovery]:
+        keep = set(self.kept) if self.kept is not None else None
+        return [d for d in self.discoveries if keep is None or d.id in keep]
+
+
+def load_state(folder: str | Path) -> State:
+    path = Path(folder) / STATE
+    try:
+        return State.from_json(json.loads(path.read_text()))
+    except OSError as exc:
+        raise FormatError(f"no campaign state at {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"campaign state {path} is not JSON: {exc}") from None
+
+
+class Campaign:
+    def __init__(self, cfg: Config, folder: str | Path, a: Predictor, b: Predictor,
+                 universe: Universe | None = None, progress: Callable[[str], None] | None = None):
+        self.folder = Path(folder)
+        self.a, self.b = a, b
+        self.progress = progress or (lambda msg: print(f"[anica] {msg}", file=sys.stderr, flush=True))
+        path = self.folder / STATE
+        if path.exists():
+            self.state = load_state(self.folder)
+            if self.state.config != cfg:
+                raise ValidationError(f"{path} was started with a different configuration; "
+                                      "use a new folder or the same config to resume")
+            self.progress(f"resuming at batch {self.state.batch}, {len(self.state.discoveries)} discoveries")
+        else:
+            self.state = State(cfg)
+        self.cfg = cfg
+        full = universe or build_universe(cfg)
+        self.ev = Evaluator(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers)
+        if self.state.unsupported is None:
+            self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []
+            self.save()
+        bad = set(self.state.unsupported)
+        self.u = Universe([f for f in full.forms if f.key not in bad],
+                          {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
+        self.sampler = Sampler(self.u)
+        self.gen = Generalizer(self.u, self.sampler, self.ev,
+                               Settings(cfg.samples, cfg.chunk, cfg.witnesses))
+
+    def _unsupported(self, u: Universe) -> list[str]:
+        """Forms a predictor fails on (or predicts ≤ 0 for) alone (sec. 8.2.2, footnote 20)."""
+        self.progress(f"checking {len(u)} instruction forms alone with both predictors")
+        blocks, smp = [], Sampler(u)
+        for k in range(len(u)):
+            c = smp.sample(AbstractBlock((u.beta_insn(u.forms[k].key),)), random.Random(k))
+            blocks.append(to_block(u, c) if c is not None and c.forms[0] == u.forms[k].key else None)
+        valid = [b for b in blocks if b is not None]
+        preds = iter(self.ev.predict(valid))
+        out = []
+        for form, blk in zip(u.forms, blocks):
+            if blk is None:
+                out.append(form.key)
+                continue
+            x, y = next(preds)
+            if not (x.ok and y.ok and x.cycles > 0 and y.cycles > 0):
+                out.append(form.key)
+        self.progress(f"{len(out)} of {len(u)} forms unsupported by a predictor; excluded")
+        return out
+
+    def save(self) -> None:
+        self.state.predicted = self.ev.predicted + getattr(self, "_predicted0", 0)
+        atomic_write_text(self.folder / STATE, json.dumps(self.state.to_json(), indent=1))
+
+    def _done(self) -> str | None:
+        s, c = self.state, self.cfg
+        if c.max_discoveries and len(s.discoveries) >= c.max_discoveries:
+            return f"{len(s.discoveries)} discoveries"
+        if c.max_seconds and s.elapsed >= c.max_seconds:
+            return f"time budget {c.max_seconds:g} s"
+        if c.max_samples and s.sampled >= c.max_samples:
+            return f"{s.sampled} samples"
+        if c.patience and s.since_new >= c.patience:
+            return f"{s.since_new} samples without a new discovery"
+        return None
+
+    def batch_blocks(self, batch: int) -> list[Concrete]:
+        rng = random.Random(f"{self.cfg.seed}:batch:{batch}")
+        out = []
+        while len(out) < self.cfg.batch:
+            n = rng.randint(1, self.cfg.block_size)
+            c = self.sampler.sample(AbstractBlock.top(n), rng)
+            if c is not None:
+                out.append(c)
+        return out
+
+    def subsumed_by_any(self, ab: AbstractBlock) -> bool:
+        return any(subsumes(self.u, d.block, ab) for d in self.state.discoveries)
+
+    def run(self) -> State:
+        s = self.state
+        self._predicted0 = s.predicted
+        t0 = time.monotonic() - s.elapsed
+        last = 0.0
+        if s.finished:
+            return s
+        while (why := self._done()) is None:
+            cands = self.batch_blocks(s.batch)
+            texts = [to_block(self.u, c) for c in cands]
+            scores = self.ev.scores(texts)
+            for pos in range(s.pos, len(cands)):
+                s.sampled += 1
+                s.since_new += 1
+                if scores[pos] <= self.cfg.threshold:
+                    continue
+                s.interesting += 1
+                rng = random.Random(f"{self.cfg.seed}:{s.batch}:{pos}")
+                self._handle(cands[pos], texts[pos].lines, rng, s.batch)
+                s.pos = pos + 1
+                s.elapsed = time.monotonic() - t0
+                self.save()
+                if self._done():
+                    break
+            else:
+                s.batch, s.pos = s.batch + 1, 0
+            s.elapsed = time.monotonic() - t0
+            if s.elapsed - last > 5 or self._done():
+                last = s.elapsed
+                self.progress(f"batch {s.batch}: {s.sampled} sampled, {s.interesting} interesting, "
+                              f"{s.subsumed} already subsumed, {len(s.discoveries)} discoveries, "
+                              f"{self.ev.predicted} predictions, {s.elapsed:.0f} s")
+            self.save()
+        self.progress(f"stopping: {why}; filtering subsumed discoveries")
+        s.kept = self.filter_subsumed()
+        s.finished = True
+        self.save()
+        self.progress(f"{len(s.kept)} of {len(s.discoveries)} discoveries kept")
+        return s
+
+    def _handle(self, cand: Concrete, origin: list[str], rng: random.Random, batch: int) -> None:
+        s = self.state
+        small = self.gen.minimize(cand, rng)
+        from pmsolve.anica.domain import beta
+
+        if self.subsumed_by_any(beta(self.u, small)):
+            s.subsumed += 1
+            return
+        for order in range(self.cfg.orders):
+            ab, tree, score = self.gen.generalize(small, rng)
+            if self.subsumed_by_any(ab):
+                continue
+            s.discoveries.append(Discovery(len(s.discoveries), ab, [n.to_json() for n in tree], score, origin,
+                                           {"concrete": small.to_json(), "asm": to_block(self.u, small).lines},
+                                           batch, order))
+            s.since_new = 0
+
+    def filter_subsumed(self) -> list[int]:
+        """Line 11: drop a discovery when another kept one subsumes it."""
+        ds = self.state.discoveries
+        dropped: set[int] = set()
+        for i, d in enumerate(ds):
+            for j, e in enumerate(ds):
+                if i != j and j not in dropped and subsumes(self.u, e.block, d.block):
+                    dropped.add(i)
+                    break
+        return [d.id for k, d in enumerate(ds) if k not in dropped]
+
+
+def generality(u: Universe, ab: AbstractBlock) -> int:
+    """Sec. 8.1.7: the fewest schemes any abstract instruction of the block represents."""
+    return int(min(np.count_nonzero(u.gamma(x)) for x in ab.insns))
