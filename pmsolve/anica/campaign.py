@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
 from pmsolve.anica.generalize import Generalizer, Settings
@@ -112,6 +110,14 @@ class State:
         return [d for d in self.discoveries if keep is None or d.id in keep]
 
 
+def _identity(cfg: Config) -> dict[str, Any]:
+    """What a campaign's results depend on (budgets and workers may change on resume)."""
+    d = cfg.to_json()
+    for k in ("max_discoveries", "max_seconds", "max_samples", "patience", "workers"):
+        d.pop(k)
+    return d
+
+
 def load_state(folder: str | Path) -> State:
     path = Path(folder) / STATE
     try:
@@ -131,15 +137,19 @@ class Campaign:
         path = self.folder / STATE
         if path.exists():
             self.state = load_state(self.folder)
-            if self.state.config != cfg:
+            if _identity(self.state.config) != _identity(cfg):
                 raise ValidationError(f"{path} was started with a different configuration; "
-                                      "use a new folder or the same config to resume")
+                                      "use a new folder or the same config to resume (budgets and "
+                                      "workers may change)")
+            self.state.config = cfg
             self.progress(f"resuming at batch {self.state.batch}, {len(self.state.discoveries)} discoveries")
         else:
             self.state = State(cfg)
         self.cfg = cfg
+        self.state.finished = self.state.finished and self._done() is not None
         full = universe or build_universe(cfg)
         self.ev = Evaluator(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers)
+        self._predicted0 = self.state.predicted
         if self.state.unsupported is None:
             self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []
             self.save()
@@ -171,7 +181,7 @@ class Campaign:
         return out
 
     def save(self) -> None:
-        self.state.predicted = self.ev.predicted + getattr(self, "_predicted0", 0)
+        self.state.predicted = self._predicted0 + self.ev.predicted
         atomic_write_text(self.folder / STATE, json.dumps(self.state.to_json(), indent=1))
 
     def _done(self) -> str | None:
@@ -201,7 +211,6 @@ class Campaign:
 
     def run(self) -> State:
         s = self.state
-        self._predicted0 = s.predicted
         t0 = time.monotonic() - s.elapsed
         last = 0.0
         if s.finished:
@@ -267,7 +276,3 @@ class Campaign:
                     break
         return [d.id for k, d in enumerate(ds) if k not in dropped]
 
-
-def generality(u: Universe, ab: AbstractBlock) -> int:
-    """Sec. 8.1.7: the fewest schemes any abstract instruction of the block represents."""
-    return int(min(np.count_nonzero(u.gamma(x)) for x in ab.insns))

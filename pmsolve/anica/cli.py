@@ -1,0 +1,156 @@
+"""``pmsolve anica discover|generalize|report`` (registered in :mod:`pmsolve.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from pmsolve.errors import FormatError, ValidationError
+
+
+def _config(args: argparse.Namespace):
+    from pmsolve.anica import config
+
+    cfg = config.load(args.config) if args.config else config.Config()
+    return cfg.replace(a=args.a, b=args.b, seed=args.seed, workers=args.workers,
+                       max_discoveries=getattr(args, "discoveries", None),
+                       max_seconds=getattr(args, "seconds", None))
+
+
+def _progress(args: argparse.Namespace):
+    return (lambda msg: None) if args.quiet else None
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from pmsolve.anica import report
+    from pmsolve.anica.adapters import open_any
+    from pmsolve.anica.campaign import Campaign
+
+    cfg = _config(args)
+    camp = Campaign(cfg, args.out, open_any(cfg.a), open_any(cfg.b), progress=_progress(args))
+    try:
+        st = camp.run()
+    finally:
+        camp.ev.close()
+    html_path, json_path = report.write(st, camp.u, args.out)
+    summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
+               "interesting": st.interesting, "seconds": round(st.elapsed, 1),
+               "report": str(html_path), "json": str(json_path)}
+    print(json.dumps(summary) if args.json else
+          f"{summary['discoveries']} discoveries ({summary['found']} before filtering) from "
+          f"{st.sampled} sampled blocks, {st.interesting} interesting, {st.elapsed:.0f} s\n"
+          f"report: {html_path}\njson:   {json_path}")
+    return 0
+
+
+def cmd_generalize(args: argparse.Namespace) -> int:
+    from pmsolve.anica.adapters import open_any
+    from pmsolve.anica.campaign import Campaign
+    from pmsolve.anica.domain import AbstractBlock, Concrete
+    from pmsolve.anica.sampler import to_block
+
+    cfg = _config(args)
+    camp = Campaign(cfg, args.out, open_any(cfg.a), open_any(cfg.b), progress=_progress(args))
+    u = camp.u
+    rng = random.Random(cfg.seed)
+    if args.concrete:
+        try:
+            c = Concrete.from_json(json.loads(Path(args.concrete).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(f"cannot read concrete block {args.concrete}: {exc}") from None
+        for k in c.forms:
+            u.form(k)
+    else:
+        forms = [f.strip() for f in args.schemes.split(",") if f.strip()]
+        for k in forms:
+            u.form(k)
+        vals = camp.sampler._operands(AbstractBlock.top(len(forms)), forms, rng)
+        if vals is None:
+            raise ValidationError(f"cannot allocate operands for {forms}")
+        c = Concrete(tuple(forms), vals)
+    blk = to_block(u, c)
+    results = []
+    try:
+        if not camp.gen.interesting_concrete(c):
+            raise ValidationError("the block is not interesting for these predictors:\n" + blk.asm)
+        for order in range(cfg.orders):
+            ab, tree, score = camp.gen.generalize(c, rng)
+            results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
+                            "tree": [n.to_json() for n in tree]})
+    finally:
+        camp.ev.close()
+    if args.json:
+        print(json.dumps({"block": blk.lines, "results": results}, default=str))
+    else:
+        print("block:\n  " + "\n  ".join(blk.lines))
+        for r in results:
+            kept = sum(1 for n in r["tree"] if n["accepted"]) - 1
+            print(f"order {r['order']}: {kept} expansions kept of {len(r['tree']) - 1} tried; score {r['score']:.3g}")
+            print("  " + "\n  ".join(r["describe"]))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pmsolve.anica import report
+    from pmsolve.anica.campaign import build_universe, load_state
+    from pmsolve.anica.domain import Universe
+
+    st = load_state(args.campaign)
+    full = build_universe(st.config)
+    bad = set(st.unsupported or [])
+    u = Universe([f for f in full.forms if f.key not in bad],
+                 {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
+    html_path, json_path = report.write(st, u, args.campaign)
+    if args.json:
+        print(json.dumps({"report": str(html_path), "json": str(json_path), "discoveries": len(st.final())}))
+    else:
+        print(f"{len(st.final())} discoveries{'' if st.finished else ' (campaign not finished)'}\n"
+              f"report: {html_path}\njson:   {json_path}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", nargs="?", help="campaign config (TOML or JSON; see pmsolve.anica.config)")
+    p.add_argument("-a", help="first predictor (overrides the config), e.g. llvm-mca:znver3")
+    p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("anica", help="AnICA: find and summarise where throughput predictors disagree",
+                       description="Differential testing of basic-block throughput predictors with abstract "
+                                   "blocks (dissertation ch. 8).")
+    s = p.add_subparsers(dest="anica_cmd", required=True)
+    d = s.add_parser("discover", help="run (or resume) a campaign and write its report")
+    _common(d)
+    d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
+    d.add_argument("--discoveries", type=int, help="stop after this many discoveries")
+    d.add_argument("--seconds", type=float, help="time budget")
+    d.set_defaults(func=cmd_discover)
+    g = s.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)")
+    _common(g)
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--schemes", help="comma-separated scheme names, e.g. bsf_r64_r64,add_r64_r64")
+    src.add_argument("--concrete", help="a concrete block as JSON (report.json: discoveries[k].minimal.concrete)")
+    g.add_argument("-o", "--out", default=None, help="folder for the predictor-support state (default: temp)")
+    g.set_defaults(func=_generalize_with_folder)
+    r = s.add_parser("report", help="write report.html and report.json of a campaign folder")
+    r.add_argument("campaign", help="campaign folder")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_report)
+
+
+def _generalize_with_folder(args: argparse.Namespace) -> int:
+    if args.out:
+        return cmd_generalize(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
+        args.out = tmp
+        return cmd_generalize(args)
+
