@@ -657,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", help="also write the example mapping to this file")
     p.set_defaults(func=cmd_demo)
     # command families that live in their own modules register here: module.add_commands(sub)
+    from pmsolve.anica import cli as anica_cli
+    anica_cli.add_commands(sub)
     return parser
 
 
