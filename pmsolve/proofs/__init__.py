@@ -7,10 +7,11 @@
 Each :class:`Check` carries its statement, the bounded domain, the method (exhaustive
 enumeration with exact arithmetic, LPs through a backend, or SMT over symbolic mappings) and
 mutants; ``proofs_checks/`` runs every check and every mutant. Later issues add checks with
-:func:`register` (the AnICA domain conditions of Def. 8.2 are listed in ``PENDING`` until then).
+:func:`register` (the AnICA domain conditions of Def. 8.2 live in ``anica_domain``).
 """
 
 from pmsolve.proofs import checks as _checks  # noqa: F401  (registers the checks)
+from pmsolve.proofs import anica_domain as _anica_domain  # noqa: F401  (Def. 8.2, registers 'anica-domain')
 from pmsolve.proofs.base import CHECKS, PENDING, Check, Tally, Verdict, Violation, get, register
 
 

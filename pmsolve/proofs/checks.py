@@ -15,7 +15,7 @@ from itertools import combinations, combinations_with_replacement, permutations,
 from typing import Iterator, Sequence
 
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.proofs.base import PENDING, Check, Tally, Violation, register
+from pmsolve.proofs.base import Check, Tally, Violation, register
 from pmsolve.symbolic import (
     And, BoolVar, Compare, Formula, Ite, Lin, Not, Or, Problem, Real, Sum,
 )
@@ -500,9 +500,3 @@ register(Check(
     {"max-premise": "premise tp⁻¹({i,j}) = max(tp⁻¹(i), tp⁻¹(j)) (the disjoint-ports signature) instead of the sum",
      "leq-premise": "premise tp⁻¹({i,j}) ≤ tp⁻¹(i) + tp⁻¹(j), which every mapping satisfies"}))
 
-
-# --------------------------------------------------------------------------- hooks for later issues
-
-PENDING["anica-domain"] = ("the conditions of Def. 8.2 for AnICA's abstract domain (Thm 8.6) need pmsolve.anica; "
-                           "the AnICA issue registers a Check named 'anica-domain' with "
-                           "pmsolve.proofs.register(Check(...)), with mutants, like the checks here")
