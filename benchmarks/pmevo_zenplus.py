@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port-top", type=int, default=2)
     ap.add_argument("--memetic-every", type=int, default=0, help="port-set search every k generations (extension)")
     ap.add_argument("--evolve-minutes", type=float, default=None, help="stop evolving after this long")
+    ap.add_argument("--training", type=int, default=0,
+                    help="random training experiments added to the fitness (extension; disjoint from the test set)")
+    ap.add_argument("--training-sizes", default="3-5", help="their length range, MIN-MAX schemes")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--r-max", type=float, default=5.0)
@@ -129,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                              time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **extra)
     print(f"config: {config}, workers {args.workers}")
     t0 = time.monotonic()
+    lo, hi = (int(x) for x in args.training_sizes.split("-"))
     result = infer(oracle, len(truth.ports), config, r_max=args.r_max, workers=args.workers,
-                   checkpoint=args.checkpoint, progress=stderr_progress)
+                   checkpoint=args.checkpoint, progress=stderr_progress, training=args.training,
+                   training_sizes=(lo, hi))
     wall = time.monotonic() - t0
     print(result.table())
 
@@ -138,10 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     want = evaluate_many(truth, exps, args.r_max)
     got = evaluate_many(result.mapping, exps, args.r_max)
     acc = accuracy(got, want)
+    overlap = sum(1 for e in exps if e in result.measurements)
     struct = structure(truth, result.mapping)
     print()
     print(f"oracle queries: {oracle.queries}; congruence classes: {len(result.congruence.classes)}; "
-          f"fitness experiments: {result.n_experiments}")
+          f"fitness experiments: {result.n_experiments}; test experiments also measured for training: {overlap}")
     print(f"training D_avg: {100 * result.d_avg:.2f} %   µop volume: {result.volume}")
     print(f"against the ground truth on {len(exps)} random 5-instruction experiments: "
           f"MAPE {100 * acc.mape:.2f} %, Pearson {acc.pearson:.4f}, Kendall τ-b {acc.kendall_tau_b:.4f}")
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         from pmsolve.formats import mapping_to_json
         args.out.write_text(json.dumps({
             "config": vars(args) | {"reference": str(args.reference), "out": str(args.out)},
-            "mape": acc.mape, "pearson": acc.pearson, "kendall_tau_b": acc.kendall_tau_b, "wall_seconds": wall,
+            "mape": acc.mape, "pearson": acc.pearson, "kendall_tau_b": acc.kendall_tau_b, "wall_seconds": wall, "test_in_training": overlap,
             "train_d_avg": result.d_avg, "structure": struct, "history": result.evolution.history,
             "mapping": mapping_to_json(result.mapping)}, indent=1, default=str) + "\n")
     return 0

@@ -12,8 +12,9 @@ from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.harness import SimulatedOracle
 from pmsolve.infer.pmevo import (EvolutionConfig, build_evaluator, congruence_classes, generate, infer,
                                  measure_all)
-from pmsolve.infer.pmevo.evolution import Evolution, scalarised
-from pmsolve.infer.pmevo.experiments import close
+from pmsolve.infer.pmevo.evolution import scalarised
+from pmsolve.infer.pmevo.experiments import close, merge_to_representatives
+from pmsolve.infer.pmevo.experiments import random_experiments as random_training
 from pmsolve.infer.pmevo.local_search import Scale, polish
 from pmsolve.infer.pmevo.operators import random_genome, recombine
 from pmsolve.infer.pmevo.pipeline import genome_to_mapping
@@ -70,7 +71,11 @@ def test_vectorised_fitness_equals_exact_formula(r_max):
     single = {i: rng.choice([0.25, 0.5, 1.0, 2.0]) for i in insns}
     measured = {e: 1.0 for e in generate(insns, single)}
     measured[Experiment({"i0": 3})] = 1.0  # a scaled singleton takes another route
-    ev = build_evaluator(n_ports, insns, measured, r_max)
+    for e in random_training(insns, 40, (3, 5), seed=1):  # longer rows take the generic gather
+        measured[e] = 1.0
+    measured[Experiment({"i1": 2, "i2": 1, "i3": 3})] = 1.0
+    ev = build_evaluator(n_ports, insns, measured, r_max, max_width=5)
+    assert len(ev.measured) == len(measured)
     ports = [str(p) for p in range(n_ports)]
     exps = list(measured)
     for trial in range(6):
@@ -257,3 +262,50 @@ def test_memetic_run_is_deterministic_and_resumable(tmp_path):
         infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path, progress=stop_at_gen_4)
     resumed = infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path)
     assert resumed.mapping == whole.mapping and resumed.d_avg == whole.d_avg
+
+
+def test_random_training_experiments_are_seeded_and_merge_onto_representatives():
+    insns = ["a", "b", "c"]
+    one = random_training(insns, 50, (3, 5), seed=1)
+    assert one == random_training(insns, 50, (3, 5), seed=1) != random_training(insns, 50, (3, 5), seed=2)
+    assert all(3 <= e.size <= 5 and set(e) <= set(insns) for e in one)
+    assert merge_to_representatives(Experiment({"a": 1, "b": 2, "c": 1}), {"a": "a", "b": "a", "c": "c"}) == \
+        Experiment({"a": 3, "c": 1})
+    with pytest.raises(ValidationError, match="size"):
+        random_training(insns, 5, (0, 2))
+
+
+#: Issue 8's smallest two-level counterexample to PMEvo's strategy: this truth and
+#: {1,3},{1,2},{0,1} agree on every singleton, pair and ratio pair, but not on i1+i2+i3.
+PAIRS_BLIND = PortMapping.two_level(PORTS, {"i1": ["0", "1"], "i2": ["0", "2"], "i3": ["1", "2"]})
+
+
+def test_training_experiments_tell_apart_what_pairs_cannot():
+    """With random 3-instruction experiments in the fitness, the result also matches the
+    truth where the pairs are blind (the experiment i1+i2+i3 tells the candidates apart)."""
+    cfg = EvolutionConfig(population=200, generations=30, seed=2, volume_weight=0.01)
+    result = infer(SimulatedOracle(PAIRS_BLIND), 4, cfg, training=30, training_sizes=(3, 3))
+    assert result.d_avg < 1e-9
+    assert any(e.size == 3 for e in result.measurements)
+    probe = [Experiment({"i1": 1, "i2": 1, "i3": 1})] + random_experiments(PAIRS_BLIND, 200, seed=3)
+    np.testing.assert_allclose(evaluate_many(result.mapping, probe), evaluate_many(PAIRS_BLIND, probe), rtol=1e-9)
+
+
+def test_port_search_with_sampled_training_rows_never_worsens(monkeypatch):
+    from pmsolve.infer.pmevo import port_search as ps
+
+    monkeypatch.setattr(ps, "SAMPLE_ROWS", 5)  # force the sampled scoring
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    for e in random_training(insns, 60, (3, 5), seed=4):
+        measured[e] = float(evaluate_many(TRUTH, [e])[0])
+    ev = build_evaluator(4, insns, measured, None, max_width=5)
+    rng = random.Random(8)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    genomes = [random_genome(rng, 4, single) for _ in range(3)]
+    objs = np.array([ev.objectives(g) for g in genomes])
+    scale = Scale.of(objs, 0.01)
+    for g, (d, v) in zip(genomes, objs):
+        g2, d2, v2 = ps.port_search(ev, g, scale, sweeps=2)
+        assert scale.fitness(d2, v2) <= scale.fitness(d, v) + 1e-9
+        assert ev.objectives(g2) == pytest.approx((d2, v2), rel=1e-5)

@@ -120,7 +120,7 @@ def select_scalarised(individuals: Sequence, k: int, volume_weight: float = 1.0)
 
 def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> str:
     h = hashlib.sha256()
-    for arr in (evaluator.a, evaluator.b, evaluator.na, evaluator.nb, evaluator.measured):
+    for arr in (evaluator.idx, evaluator.cnt, evaluator.measured):
         h.update(np.ascontiguousarray(arr).tobytes())
     h.update(repr((evaluator.n_ports, evaluator.n_insns, evaluator.r_max, config.population,
                    config.seed, config.mutation, config.volume_weight, config.port_top,

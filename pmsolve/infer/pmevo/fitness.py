@@ -84,17 +84,17 @@ def volume(genome: Genome) -> int:
 class Evaluator:
     """Scores genomes on a fixed experiment set (picklable: a map sends it to worker processes).
 
-    Experiments hold at most two distinct instructions (PMEvo's design): ``a``/``b`` index the
-    instructions (``b = -1`` for singletons) with counts ``na``/``nb``; ``measured`` are the
-    oracle's inverse throughputs and ``sizes`` the |e| for the optional front-end cap ``r_max``.
+    Row r of ``idx``/``cnt`` is one experiment: instruction indices (``-1`` pads short rows) and
+    their counts. PMEvo's own experiments hold at most two distinct instructions; longer rows
+    (random or distinguishing experiments, an extension) take the generic gather route.
+    ``measured`` are the oracle's inverse throughputs and ``sizes`` the |e| for the optional
+    front-end cap ``r_max``.
     """
 
     n_ports: int
     n_insns: int
-    a: np.ndarray
-    na: np.ndarray
-    b: np.ndarray
-    nb: np.ndarray
+    idx: np.ndarray
+    cnt: np.ndarray
     measured: np.ndarray
     r_max: float | None = None
     sizes: np.ndarray = field(init=False)
@@ -104,20 +104,30 @@ class Evaluator:
         if not 1 <= self.n_ports <= MAX_PORTS:
             raise ValidationError(f"PMEvo supports 1..{MAX_PORTS} ports, got {self.n_ports}")
         k = self.n_insns
-        self.a = np.asarray(self.a, dtype=np.intp)
-        self.b = np.where(np.asarray(self.b) < 0, k, self.b).astype(np.intp)
-        self.na = np.asarray(self.na, dtype=np.float64)
-        self.nb = np.asarray(self.nb, dtype=np.float64)
+        idx = np.atleast_2d(np.asarray(self.idx, dtype=np.intp))
+        cnt = np.atleast_2d(np.asarray(self.cnt, dtype=np.float64))
+        if idx.shape[1] < 2:  # keep two columns so a/b exist for every row
+            idx = np.hstack([idx, np.full((len(idx), 2 - idx.shape[1]), -1, dtype=np.intp)])
+            cnt = np.hstack([cnt, np.zeros((len(cnt), 2 - cnt.shape[1]))])
         self.measured = np.asarray(self.measured, dtype=np.float64)
-        self.sizes = self.na + np.where(self.b < k, self.nb, 0.0)
+        if idx.shape != cnt.shape or len(idx) != len(self.measured):
+            raise ValidationError("experiment rows: idx, cnt and measured must have matching shapes")
+        used = idx >= 0
+        if np.any(idx >= k) or np.any(used & (cnt <= 0)) or np.any(~used[:, 0]):
+            raise ValidationError("experiment rows must name known instructions with positive counts, first column used")
+        for c in range(1, idx.shape[1]):
+            if np.any(used[:, c] & np.any(idx[:, :c] == idx[:, c:c + 1], axis=1)):
+                raise ValidationError("experiment rows must name distinct instructions")
         if not np.all(self.measured > 0):
             raise ValidationError("PMEvo needs positive measured inverse throughputs")
-        if np.any((self.a < 0) | (self.a >= k) | (self.b > k) | (self.a == self.b)):
-            raise ValidationError("experiment rows must name two distinct known instructions")
+        self.idx = np.where(used, idx, k)  # padding points at the all-zero table row
+        self.cnt = np.where(used, cnt, 0.0)
+        self.sizes = self.cnt.sum(axis=1)
+        n_used = used.sum(axis=1)
         # Three row kinds, each with its fastest route: singletons (n·max_Q S_a), plain pairs
         # {a:1, b:1} (one contiguous triangle of broadcast adds) and the rest (gathers).
-        single = self.b == k
-        plain = ~single & (self.na == 1) & (self.nb == 1)
+        single = n_used == 1
+        plain = (n_used == 2) & (self.cnt[:, 0] == 1) & (self.cnt[:, 1] == 1)
         self._single = np.flatnonzero(single)
         self._plain = np.flatnonzero(plain)
         self._other = np.flatnonzero(~single & ~plain)
@@ -125,6 +135,18 @@ class Evaluator:
         hi = np.maximum(self.a, self.b)[self._plain]
         self._plain_lo, self._plain_hi = lo, hi
         self._tri_rows = np.unique(lo)
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.idx[:, 0]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.idx[:, 1]
+
+    @property
+    def width(self) -> int:
+        return self.idx.shape[1]
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -146,21 +168,24 @@ class Evaluator:
         out = np.empty(len(rows), dtype=np.float64)
         if len(rows) == 0:
             return out
-        buf_a = np.empty((min(BLOCK, len(rows)), s.shape[1]), dtype=s.dtype)
-        buf_b = np.empty_like(buf_a)
-        for k in range(0, len(rows), BLOCK):
-            r = rows[k:k + BLOCK]
+        acc = np.empty((min(BLOCK, len(rows)), s.shape[1]), dtype=s.dtype)
+        tmp = np.empty_like(acc)
+        k = self.n_insns
+        for start in range(0, len(rows), BLOCK):
+            r = rows[start:start + BLOCK]
             m = len(r)
-            ta, tb = buf_a[:m], buf_b[:m]
-            np.take(s, self.a[r], axis=0, out=ta)
-            np.take(s, self.b[r], axis=0, out=tb)
-            na, nb = self.na[r], self.nb[r]
-            if na.max() != 1 or na.min() != 1:
-                ta *= na[:, None].astype(s.dtype)
-            if nb.max() != 1 or nb.min() != 1:
-                tb *= nb[:, None].astype(s.dtype)
-            np.add(ta, tb, out=ta)
-            out[k:k + m] = ta.max(axis=1)
+            ta, tb = acc[:m], tmp[:m]
+            for c in range(self.width):
+                ic, nc = self.idx[r, c], self.cnt[r, c]
+                if c and np.all(ic == k):
+                    continue
+                np.take(s, ic, axis=0, out=ta if c == 0 else tb)
+                target = ta if c == 0 else tb
+                if nc.max() != 1 or nc.min() != 1:
+                    target *= nc[:, None].astype(s.dtype)
+                if c:
+                    np.add(ta, tb, out=ta)
+            out[start:start + m] = ta.max(axis=1)
         return self._cap(out, rows)
 
     def _cap(self, pred: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -172,7 +197,7 @@ class Evaluator:
         """Predicted inverse throughput of every experiment from :meth:`tables`."""
         pred = np.empty(len(self.measured))
         smax = s[: self.n_insns].max(axis=1).astype(np.float64)
-        pred[self._single] = self._cap(smax[self.a[self._single]] * self.na[self._single], self._single)
+        pred[self._single] = self._cap(smax[self.a[self._single]] * self.cnt[self._single, 0], self._single)
         if len(self._plain):
             k = self.n_insns
             tri = np.zeros((k, k))
@@ -210,7 +235,7 @@ class Evaluator:
     def rows_of(self, insn: int) -> np.ndarray:
         """The experiments that involve instruction ``insn`` (for incremental local search)."""
         if self._by_insn is None:
-            self._by_insn = [np.flatnonzero((self.a == i) | (self.b == i)) for i in range(self.n_insns)]
+            self._by_insn = [np.flatnonzero(np.any(self.idx == i, axis=1)) for i in range(self.n_insns)]
         return self._by_insn[insn]
 
 

@@ -15,11 +15,12 @@ from pmsolve.errors import ValidationError
 from pmsolve.harness.oracle import Oracle
 from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
-from pmsolve.infer.pmevo.experiments import Congruence, congruence_classes, pair_experiments, singletons
+from pmsolve.infer.pmevo.experiments import (Congruence, close, congruence_classes, merge_to_representatives,
+                                             pair_experiments, random_experiments, singletons)
 from pmsolve.infer.pmevo.fitness import Evaluator
 from pmsolve.infer.pmevo.operators import Genome
 from pmsolve.infer.pmevo.parallel import MapFn, local_map
-from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.model import Experiment, PortMapping
 
 #: Experiments per oracle call: large batches for a hardware oracle, yet visible progress.
 MEASURE_BATCH = 5000
@@ -106,22 +107,87 @@ def measure_all(oracle: Oracle, instructions: Sequence[str], checkpoint: Path | 
     return measured
 
 
+TRAINING_FILE = "training.json"
+
+#: Training experiments per class member used to check that it really is congruent.
+CHECKS_PER_MEMBER = 4
+
+
+def refine_congruence(oracle: Oracle, congruence: Congruence, training: dict[Experiment, float], eps: float,
+                      per_member: int = CHECKS_PER_MEMBER) -> tuple[Congruence, dict[Experiment, float]]:
+    """Split off class members that pairs could not tell from their representative but longer
+    experiments can (issue 8: pairs do not determine a mapping, so PMEvo's filter may merge
+    schemes that differ). For up to ``per_member`` training experiments containing a member,
+    the same experiment with the representative in its place is measured; a member whose
+    results differ beyond ε becomes a class of its own (deterministic in the input order)."""
+    probes: list[tuple[str, str, Experiment, Experiment]] = []
+    for rep, members in congruence.classes.items():
+        for m in members[1:]:
+            found = [e for e in training if m in dict(e.items())][:per_member]
+            for e in found:
+                probes.append((rep, m, e, Experiment([(rep if i == m else i, n) for i, n in e.items()])))
+    if not probes:
+        return congruence, {}
+    batch = list(dict.fromkeys(p[3] for p in probes if p[3] not in training))
+    values = dict(zip(batch, map(float, oracle.measure(batch)))) if batch else {}
+    values.update((e, t) for e, t in training.items())
+    split = {m for rep, m, e, e2 in probes if not close(training[e], values[e2], eps)}
+    classes: dict[str, tuple[str, ...]] = {}
+    for rep, members in congruence.classes.items():
+        classes[rep] = tuple(m for m in members if m not in split)
+        for m in members:
+            if m in split:
+                classes[m] = (m,)
+    return Congruence(classes), {e: values[e] for e in batch}
+
+
+def measure_training(oracle: Oracle, instructions: Sequence[str], count: int, sizes: tuple[int, int], seed: int,
+                     checkpoint: Path | None = None,
+                     progress: Callable[[dict], None] | None = None) -> dict[Experiment, float]:
+    """Measure the random training experiments (kept in the checkpoint folder like the pairs)."""
+    exps = list(dict.fromkeys(random_experiments(instructions, count, sizes, seed)))
+    if checkpoint is not None:
+        saved = ckpt.load_json(checkpoint, TRAINING_FILE)
+        if saved is not None:
+            got = {Experiment(row["counts"]): float(row["cycles"]) for row in saved["measurements"]}
+            if list(got) != exps:
+                raise ValidationError(f"checkpoint {checkpoint} holds other training experiments; use a new folder")
+            return got
+    out: dict[Experiment, float] = {}
+    for k in range(0, len(exps), MEASURE_BATCH):
+        batch = exps[k:k + MEASURE_BATCH]
+        values = oracle.measure(batch)
+        if len(values) != len(batch) or not all(v > 0 for v in values):
+            raise ValidationError("oracle returned a wrong number of results or a non-positive throughput "
+                                  "for the training experiments")
+        out.update(zip(batch, map(float, values)))
+        if progress:
+            progress({"phase": "measure", "done": k + len(batch), "total": len(exps)})
+    if checkpoint is not None:
+        ckpt.save_json(checkpoint, TRAINING_FILE,
+                       {"measurements": [{"counts": dict(e.items()), "cycles": t} for e, t in out.items()]})
+    return out
+
+
 def build_evaluator(n_ports: int, representatives: Sequence[str], measured: dict[Experiment, float],
-                    r_max: float | None) -> Evaluator:
-    """Fitness data: the measured experiments that use representatives only."""
+                    r_max: float | None, max_width: int = 2) -> Evaluator:
+    """Fitness data: the measured experiments of at most ``max_width`` distinct schemes that
+    use representatives only."""
     idx = {r: k for k, r in enumerate(representatives)}
-    a, na, b, nb, t = [], [], [], [], []
+    rows, counts, t = [], [], []
     for e, value in measured.items():
         items = e.items()
-        if not all(i in idx for i, _ in items) or len(items) > 2:
+        if len(items) > max_width or not all(i in idx for i, _ in items):
             continue
-        a.append(idx[items[0][0]])
-        na.append(items[0][1])
-        b.append(idx[items[1][0]] if len(items) == 2 else -1)
-        nb.append(items[1][1] if len(items) == 2 else 0)
+        rows.append([idx[i] for i, _ in items])
+        counts.append([n for _, n in items])
         t.append(value)
-    return Evaluator(n_ports, len(representatives), np.array(a), np.array(na), np.array(b), np.array(nb),
-                     np.array(t), r_max)
+    width = max(2, max((len(r) for r in rows), default=2))
+    a = np.full((len(rows), width), -1, dtype=np.intp)
+    c = np.zeros((len(rows), width))
+    for k, (r, n) in enumerate(zip(rows, counts)):
+        a[k, :len(r)], c[k, :len(n)] = r, n
+    return Evaluator(n_ports, len(representatives), a, c, np.array(t), r_max)
 
 
 def genome_to_mapping(genome: Genome, ports: Sequence[str], names: Sequence[str]) -> PortMapping:
@@ -133,13 +199,17 @@ def genome_to_mapping(genome: Genome, ports: Sequence[str], names: Sequence[str]
 def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfig(), *,
           instructions: Sequence[str] | None = None, epsilon: float = 0.05, r_max: float | None = None,
           workers: int = 1, map_fn: MapFn | None = None, checkpoint: str | Path | None = None,
-          progress: Callable[[dict], None] | None = None) -> PmevoResult:
+          progress: Callable[[dict], None] | None = None, training: int = 0,
+          training_sizes: tuple[int, int] = (3, 5)) -> PmevoResult:
     """Infer a three-level port mapping with PMEvo.
 
     ``instructions`` defaults to every scheme the oracle knows. ``r_max`` caps the model's
     rate (instructions per cycle) like the machine's front end. ``map_fn`` replaces the local
     pool of ``workers`` processes (e.g. a distributed engine's map). ``checkpoint`` is a folder
     for measurements and per-generation state; rerunning with the same folder resumes.
+    ``training`` > 0 adds that many random experiments of ``training_sizes`` schemes to the
+    fitness (an extension; the paper uses singletons, pairs and ratio pairs only), drawn with
+    a generator keyed by ``config.seed``.
     """
     t0 = time.monotonic()
     if n_ports < 1:
@@ -153,7 +223,18 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
     reps = list(congruence.representatives)
     if progress:
         progress({"phase": "congruence", "instructions": len(insns), "classes": len(reps), "epsilon": epsilon})
-    evaluator = build_evaluator(n_ports, reps, measured, r_max)
+    fit = dict(measured)
+    if training:
+        extra = measure_training(oracle, insns, training, training_sizes, config.seed, folder, progress)
+        measured.update(extra)
+        congruence, checks = refine_congruence(oracle, congruence, extra, epsilon)
+        measured.update(checks)
+        reps = list(congruence.representatives)
+        if progress:
+            progress({"phase": "congruence", "instructions": len(insns), "classes": len(reps), "epsilon": epsilon})
+        rep_of = congruence.representative_of()
+        fit.update((merge_to_representatives(e, rep_of), t) for e, t in extra.items())
+    evaluator = build_evaluator(n_ports, reps, fit, r_max, max_width=max(2, training_sizes[1] if training else 2))
     single = [measured[Experiment({r: 1})] for r in reps]
     n_chunks = 4 * workers if workers > 1 else 1
     with local_map(workers if map_fn is None else 1) as pool_map:

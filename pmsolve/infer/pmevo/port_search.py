@@ -21,6 +21,11 @@ from pmsolve.infer.pmevo.local_search import Scale, polish
 from pmsolve.infer.pmevo.operators import Genome
 
 
+#: Moves of an instruction in more experiments than this are scored on an even sample of
+#: them, then applied only if the exact fitness improves (bounds the cost with random experiments).
+SAMPLE_ROWS = 160
+
+
 class _PortState:
     def __init__(self, ev: Evaluator, genome: Genome):
         self.ev = ev
@@ -43,20 +48,21 @@ class _PortState:
         """Summed relative error over i's experiments for each candidate table row of i."""
         ev = self.ev
         rows = ev.rows_of(i)
+        if len(rows) > SAMPLE_ROWS:  # many (random) experiments: score moves on an even sample
+            rows = rows[np.linspace(0, len(rows) - 1, SAMPLE_ROWS).astype(np.intp)]
         total = np.zeros(cand.shape[0])
         buf = np.empty_like(cand)
         alone = None  # max_Q of the candidate row itself, shared by i's singleton rows
         for r in rows:
-            if ev.a[r] == i:
-                mi, j, mj = ev.na[r], ev.b[r], ev.nb[r]
-            else:
-                mi, j, mj = ev.nb[r], ev.a[r], ev.na[r]
-            if j == ev.n_insns:
+            mine = ev.idx[r] == i
+            mi = float(ev.cnt[r][mine].sum())
+            others = ~mine & (ev.idx[r] < ev.n_insns)
+            if not others.any():
                 if alone is None:
                     alone = cand.max(axis=1).astype(np.float64)
                 pred = mi * alone
             else:
-                partner = self.s[j] if mj == 1 else np.float32(mj) * self.s[j]
+                partner = (ev.cnt[r][others].astype(np.float32)[:, None] * self.s[ev.idx[r][others]]).sum(axis=0)
                 if mi == 1:
                     np.add(cand, partner, out=buf)
                 else:
@@ -74,7 +80,8 @@ class _PortState:
         base = self.s[i] - (n * self.z[u] if u is not None else 0)
         cand = base[None, :] + np.float32(n) * self.z
         total, rows = self.candidate_errors(i, cand)
-        d = (float(self.err.sum()) - float(self.err[rows].sum()) + total) / len(self.err)
+        factor = len(self.ev.rows_of(i)) / len(rows)  # 1 unless the rows were sampled
+        d = (float(self.err.sum()) + factor * (total - float(self.err[rows].sum()))) / len(self.err)
         v = self.vol - (n * u.bit_count() if u is not None else 0) + n * self.widths
         f = scale.fitness(d, v)
         if u is not None:
@@ -113,8 +120,13 @@ def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3) ->
                 current = scale.fitness(st.d, st.vol)
                 f, v = st.best_move(i, scale, u)
                 if f < current - 1e-9:
+                    before = dict(st.genome[i])
                     st.apply(i, u, v)
-                    changed = True
+                    if scale.fitness(st.d, st.vol) < current - 1e-9:  # exact check (sampled scores)
+                        changed = True
+                    else:
+                        st.genome[i] = before
+                        st.refresh_row(i)
         genome2, _, _ = polish(ev, st.genome, scale)
         st.genome = genome2
         st.refresh()
