@@ -104,8 +104,13 @@ def _read_pmsolve(data: dict) -> PortMapping:
 
 
 def _read_pmevo(data: dict) -> PortMapping:
-    ports = [str(p) for p in data["arch"]["ports"]]
     assignment = data["assignment"]
+    if "ports" in data["arch"]:
+        ports = [str(p) for p in data["arch"]["ports"]]
+    else:  # newer PMEvo exports (e.g. its Zen+ mapping in pmtestbench) list no ports: use the ones named
+        named = {str(p) for v in assignment.values() for u in (v if isinstance(v, list) else [])
+                 for p in (u if isinstance(u, list) else [u])}
+        ports = sorted(named, key=lambda p: (len(p), p))
     if data["kind"] == "Mapping2":
         return PortMapping.two_level(ports, {i: [str(p) for p in ps] for i, ps in assignment.items()})
     uops = {}
