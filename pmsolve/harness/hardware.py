@@ -178,12 +178,22 @@ class Worker:
             code = self.proc.wait()
             raise Worker.Died(_signal_name(code)) from None
 
-    def call(self, msg: dict) -> dict:
+    def call(self, msg: dict, timeout: float | None = None) -> dict:
+        """Send a request and wait for its reply; a worker silent for ``timeout`` seconds (a
+        kernel that never ends) is killed and reported as :class:`Worker.Died`."""
         try:
             pickle.dump(msg, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise Worker.Died(_signal_name(self.proc.wait())) from None
+        if timeout is not None:
+            import select
+
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                self.proc.kill()
+                self.proc.wait()
+                raise Worker.Died(f"timeout: the kernel did not finish within {timeout:g} s")
         reply = self._read()
         if not reply.get("ok"):
             raise MeasurementError(f"worker: {reply.get('error')}")
@@ -225,7 +235,7 @@ class HardwareOracle:
 
     def __init__(self, instructions: Sequence[str] | None = None, settings: Settings = Settings(), *,
                  catalogue: Catalogue | None = None, batch: int = 48, cpu: int | None = None,
-                 on_error: str = "raise", progress=None):
+                 on_error: str = "raise", progress=None, call_timeout: float | None = 60.0):
         reason = available()
         if reason:
             raise MeasurementError(reason)
@@ -237,6 +247,7 @@ class HardwareOracle:
         self.cpu = cpu if cpu is not None else (os.cpu_count() or 1) - 1
         self.on_error = on_error
         self.progress = progress
+        self.call_timeout = call_timeout
         self.results: dict[Experiment, Result] = {}
         self._worker: Worker | None = None
         self._support = self._support_kernels()
@@ -308,13 +319,13 @@ class HardwareOracle:
             self._loaded = symbols
         return self._worker
 
-    def _measure_batch(self, chunk: list[tuple[int, Experiment]]) -> Iterator[tuple[int, Result]]:
+    def _measure_batch(self, chunk: list[tuple[int, Experiment]], kernels_of=None) -> Iterator[tuple[int, Result]]:
         kernels = dict(self._support)
         plans: dict[int, list[tuple[str, int]]] = {}
         errors: dict[int, str] = {}
         for idx, e in chunk:
             try:
-                ks, variants = self._kernels(idx, e)
+                ks, variants = (kernels_of or self._kernels)(idx, e)
             except PmsolveError as exc:
                 errors[idx] = str(exc)
                 continue
@@ -373,7 +384,7 @@ class HardwareOracle:
         kernel down, so the second smallest of 10 samples (the smallest may be a glitch)."""
         if self.baseline is None:
             w = self._ensure_worker(code, symbols)
-            tries = [w.call(self._request([]))["reference"] for _ in range(5)]
+            tries = [w.call(self._request([]), self.call_timeout)["reference"] for _ in range(5)]
             self.baseline = {name: sorted(s[name] for t in tries for s in t)[1] for name in REFERENCES}
         return self.baseline
 
@@ -383,7 +394,7 @@ class HardwareOracle:
         for attempt in range(1, self.settings.max_retries + 2):
             try:
                 base = self._baseline(code, symbols)
-                reply = self._ensure_worker(code, symbols).call(self._request(variants))
+                reply = self._ensure_worker(code, symbols).call(self._request(variants), self.call_timeout)
             except Worker.Died as died:
                 self._worker = None
                 return Result(e, None, error=str(died), attempts=attempt)
@@ -408,6 +419,37 @@ class HardwareOracle:
             time.sleep(0.005 * 2 ** attempt)  # short: the deferred passes spread retries over seconds
         return best
 
+    def measure_blocks(self, blocks: Sequence[Sequence[str]]) -> list[Result]:
+        """Measure concrete blocks: each a list of AT&T lines with its operands already chosen,
+        run as the loop body (unrolled by whole copies, the same T(2n) - T(n) timing, noise
+        handling and fault isolation as experiments). ``Result.cycles`` is per block copy.
+
+        A block must fit the frame (:func:`check_block`): memory only at ``disp(%r14)`` inside
+        the frame's memory, and ``r13``-``r15``/``rsp`` left alone; others get an error result
+        without running. No store: callers cache by block (the predictors' cache does)."""
+        items = [AsmBody(tuple(b)) for b in blocks]
+        out: dict[int, Result] = {}
+        pending = []
+        for i, body_ in enumerate(items):
+            problem = check_block(body_.lines)
+            if problem:
+                out[i] = Result(body_, None, error=f"unsupported: {problem}")
+            else:
+                pending.append((i, body_))
+        for start in range(0, len(pending), self.batch):
+            for i, r in self._measure_batch(pending[start:start + self.batch], self._block_kernels):
+                out[i] = r
+        return [out[i] for i in range(len(items))]
+
+    def _block_kernels(self, idx: int, b: "AsmBody") -> tuple[dict[str, str], list[tuple[str, int]]]:
+        kernels: dict[str, str] = {}
+        variants = []
+        for f in unroll_factors(len(b.lines), self.settings.unroll_targets):
+            name = f"pmsolve_b{idx}_u{f}"
+            kernels[name] = "\n".join("    " + line for line in list(b.lines) * f)
+            variants.append((name, f))
+        return kernels, variants
+
     def close(self) -> None:
         if self._worker is not None:
             self._worker.close()
@@ -424,6 +466,53 @@ class HardwareOracle:
             self.close()
         except Exception:
             pass
+
+
+@dataclass(frozen=True)
+class AsmBody:
+    """A concrete loop body (AT&T lines) in place of an experiment in a :class:`Result`."""
+
+    lines: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "; ".join(self.lines)
+
+
+_RESERVED_REGS = {name for rep in ("r13", "r14", "r15", "rsp") for name in
+                  ((rep, rep + "d", rep + "w", rep + "b") if rep != "rsp" else ("rsp", "esp", "sp", "spl"))}
+_MEM_OPERAND = re.compile(r"(-?(?:0x[0-9a-fA-F]+|\d+))?\(([^)]*)\)")
+_CONTROL = re.compile(r"^\s*(j[a-z]+|call[a-z]*|ret[a-z]*|loop[a-z]*|syscall|sysenter|int[0-9a-z]*|hlt|ud[0-2]?|"
+                      r"enter|leave|push[a-z]*|pop[a-z]*|iret[a-z]*)\b", re.I)
+
+
+def check_block(lines: Sequence[str]) -> str | None:
+    """Why a concrete block cannot run in the measurement frame, or None when it can: memory
+    operands must be ``disp(%r14)`` within the frame's 4 KiB of operand memory, the reserved
+    registers (loop counter r15, memory base r14, divisor r13, rsp) must not appear otherwise,
+    and nothing may change control flow or the stack. Labels and directives are refused too."""
+    from pmsolve.harness.allocation import MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS
+
+    limit = MEM_SLOT_OFFSET + MEM_SLOT_STRIDE * MEM_SLOTS
+    if not lines:
+        return "empty block"
+    for line in lines:
+        text = line.split("#", 1)[0].strip()
+        if not text or text.endswith(":") or text.startswith("."):
+            return f"{line!r} is not an instruction"
+        if _CONTROL.match(text):
+            return f"{text!r} changes control flow or the stack"
+        rest = text
+        for m in _MEM_OPERAND.finditer(text):
+            inside = [p.strip() for p in m.group(2).split(",")]
+            disp = int(m.group(1) or "0", 0)
+            if inside != ["%r14"] or not 0 <= disp < limit:
+                return (f"{text!r}: memory operands must be disp(%r14) with 0 <= disp < {limit} "
+                        "(the measurement frame's memory)")
+            rest = rest.replace(m.group(0), " ")
+        for reg in re.findall(r"%([a-z0-9]+)", rest.lower()):
+            if reg in _RESERVED_REGS:
+                return f"{text!r} uses %{reg}, which the measurement frame reserves"
+    return None
 
 
 def _faster(a: Result, b: Result, attempts: int) -> Result:

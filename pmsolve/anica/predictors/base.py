@@ -9,7 +9,7 @@ blocks concerned, so a campaign records them and goes on (AnICA counts a crash a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from pmsolve.anica.block import Block
 
@@ -40,3 +40,56 @@ class Predictor(Protocol):
     def name(self) -> str: ...
 
     def predict(self, blocks: Sequence[Block]) -> list[Prediction]: ...
+
+
+#: the prefixes of :attr:`Prediction.error`, by what went wrong
+ERROR_KINDS = ("crash", "timeout", "garbage", "unsupported")
+
+
+def error_kind(error: str | None) -> str | None:
+    """``"timeout"`` for ``"timeout: llvm-mca took ..."``; None for no error."""
+    if error is None:
+        return None
+    head = error.split(":", 1)[0].strip()
+    return head if head in ERROR_KINDS else "crash"
+
+
+def checked(value: object, who: str) -> Prediction:
+    """A tool's raw answer as a Prediction: a positive finite number, else ``garbage``."""
+    if isinstance(value, Prediction):
+        return value
+    try:
+        cycles = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return Prediction(None, f"garbage: {who} answered {value!r:.80}")
+    if not (cycles > 0 and cycles != float("inf")):
+        return Prediction(None, f"garbage: {who} answered {cycles!r} cycles")
+    return Prediction(cycles)
+
+
+def bisect_failures(blocks: Sequence[Block],
+                    call: Callable[[Sequence[Block]], tuple[list[Prediction], str | None]]) -> list[Prediction]:
+    """Answer a batch with a tool that fails as a whole when one block is bad.
+
+    ``call(batch)`` returns the batch's predictions, or a failure message for the call. A failed
+    batch is split in halves until each bad block stands alone and gets the message, so one
+    crash costs O(log n) extra calls and the rest of the batch is still answered."""
+    out: list[Prediction] = [Prediction(None, "garbage: no answer")] * len(blocks)
+
+    def solve(idx: list[int]) -> None:
+        preds, failure = call([blocks[i] for i in idx])
+        if failure is None and len(preds) == len(idx):
+            for i, p in zip(idx, preds):
+                out[i] = p
+            return
+        failure = failure or f"garbage: {len(preds)} answers for {len(idx)} blocks"
+        if len(idx) == 1:
+            out[idx[0]] = Prediction(None, failure)
+            return
+        half = len(idx) // 2
+        solve(idx[:half])
+        solve(idx[half:])
+
+    if blocks:
+        solve(list(range(len(blocks))))
+    return out

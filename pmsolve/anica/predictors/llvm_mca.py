@@ -1,0 +1,142 @@
+"""llvm-mca as a predictor: many blocks per process call, one ``LLVM-MCA-BEGIN/END`` region each.
+
+What the number means: llvm-mca simulates the region's instructions repeated ``iterations``
+times as one straight-line stream (the block as a loop body, without the loop's own branch)
+and reports ``TotalCycles``; ``TotalCycles / Iterations`` is the cycles per iteration, which
+approaches the steady-state inverse throughput as the fill and drain of the pipeline are
+amortised (default 100 iterations, as AnICA used). Register dependencies are tracked across
+iterations, so a value a block reads before writing it is a loop-carried dependency and the
+prediction becomes the chain's latency where that dominates. Memory is not: by default
+(``-noalias=true``) llvm-mca assumes loads never alias earlier stores, so dependencies through
+memory (``add %rax, 8(%r14)`` twice) are ignored (dissertation sec. 8.3.1); ``noalias=false``
+(spec option) makes every load depend on every earlier store instead.
+
+Failure handling: llvm-mca 14 reports an unparsable line as ``<stdin>:LINE:COL: error`` and
+drops that region while still answering the others (exit code 0), so line errors are mapped
+back to their blocks. An instruction without scheduling information, a crash or a hang fails
+the whole call: then the batch is split in halves until the offending blocks stand alone
+(bisection), and each gets its error; a hang is bounded by a subprocess timeout that grows
+with the batch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from typing import Sequence
+
+from pmsolve.anica.block import Block
+from pmsolve.anica.predictors.base import Prediction, bisect_failures
+from pmsolve.errors import ValidationError
+
+_LINE_ERROR = re.compile(r"^<stdin>:(\d+):\d+: error: (.*)$", re.M)
+
+
+def find_llvm_mca() -> str | None:
+    for exe in ("llvm-mca", *(f"llvm-mca-{v}" for v in range(20, 9, -1))):
+        path = shutil.which(exe)
+        if path:
+            return path
+    return None
+
+
+class LlvmMcaPredictor:
+    """``llvm-mca:CPU`` — any ``-mcpu`` llvm-mca knows (``znver3``, ``skylake``, ...)."""
+
+    def __init__(self, mcpu: str, *, iterations: int = 100, noalias: bool = True, timeout: float = 60.0,
+                 per_block_timeout: float = 0.05, exe: str | None = None, batch: int = 2000):
+        self.exe = exe or find_llvm_mca()
+        if self.exe is None:
+            raise ValidationError("llvm-mca is not installed (Debian: apt-get install llvm)")
+        if iterations < 1:
+            raise ValidationError(f"llvm-mca: iterations must be positive, got {iterations}")
+        self.mcpu = mcpu
+        self.iterations = iterations
+        self.noalias = noalias
+        self.timeout = timeout
+        self.per_block_timeout = per_block_timeout
+        self.batch = max(1, batch)
+        self.calls = 0
+        self._check_cpu()
+
+    @property
+    def name(self) -> str:
+        extra = "" if self.iterations == 100 else f"?iterations={self.iterations}"
+        if not self.noalias:
+            extra += ("&" if extra else "?") + "noalias=false"
+        return f"llvm-mca:{self.mcpu}{extra}"
+
+    def _args(self) -> list[str]:
+        return [self.exe, f"-mcpu={self.mcpu}", f"-iterations={self.iterations}", f"-noalias={str(self.noalias).lower()}",
+                "-json", "-timeline=false", "-resource-pressure=false", "-instruction-info=false"]
+
+    def _check_cpu(self) -> None:
+        """llvm-mca only warns about an unknown CPU and then uses a generic model: refuse it."""
+        p = subprocess.run(self._args(), input="nop\n", capture_output=True, text=True, timeout=self.timeout)
+        if "is not a recognized processor" in p.stderr:
+            raise ValidationError(f"llvm-mca does not know -mcpu={self.mcpu} "
+                                  f"(list them with: {self.exe} -mcpu=help -mtriple=x86_64 </dev/null)")
+
+    def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
+        out: list[Prediction] = []
+        for start in range(0, len(blocks), self.batch):
+            out += bisect_failures(blocks[start:start + self.batch], self._call)
+        return out
+
+    def _call(self, blocks: Sequence[Block]) -> tuple[list[Prediction], str | None]:
+        """Predictions for one llvm-mca call, or a failure of the call as a whole."""
+        src: list[str] = []
+        spans: list[tuple[int, int]] = []       # 1-based line range of each block's instructions
+        for k, b in enumerate(blocks):
+            src.append(f"# LLVM-MCA-BEGIN b{k}")
+            first = len(src) + 1
+            src.extend(line for insn in b.insns for line in [insn.asm.replace("\n", " ")])
+            spans.append((first, len(src)))
+            src.append("# LLVM-MCA-END")
+        self.calls += 1
+        try:
+            p = subprocess.run(self._args(), input="\n".join(src) + "\n", capture_output=True, text=True,
+                               timeout=self.timeout + self.per_block_timeout * len(blocks))
+        except subprocess.TimeoutExpired:
+            return [], f"timeout: llvm-mca took longer than {self.timeout + self.per_block_timeout * len(blocks):.0f} s"
+        except OSError as exc:
+            return [], f"crash: cannot run llvm-mca: {exc}"
+        line_errors: dict[int, str] = {}
+        for m in _LINE_ERROR.finditer(p.stderr):
+            line = int(m.group(1))
+            for k, (a, z) in enumerate(spans):
+                if a <= line <= z:
+                    line_errors.setdefault(k, f"unsupported: llvm-mca: {m.group(2)} "
+                                              f"({src[line - 1].strip()!r})")
+        if p.returncode != 0 or not p.stdout.strip():
+            if line_errors and len(line_errors) == len(blocks):
+                return [Prediction(None, line_errors[k]) for k in range(len(blocks))], None
+            if p.returncode < 0:
+                return [], f"crash: llvm-mca died with signal {-p.returncode}: {_tail(p.stderr)}"
+            return [], f"unsupported: llvm-mca: {_tail(p.stderr) or f'exit code {p.returncode}'}"
+        try:
+            regions = {r["Name"]: r["SummaryView"] for r in json.loads(p.stdout)["CodeRegions"]}
+        except (ValueError, KeyError, TypeError) as exc:
+            return [], f"garbage: llvm-mca output is not the expected JSON ({exc})"
+        preds = []
+        for k in range(len(blocks)):
+            if k in line_errors:
+                preds.append(Prediction(None, line_errors[k]))
+                continue
+            view = regions.get(f"b{k}")
+            try:
+                cycles = float(view["TotalCycles"]) / float(view["Iterations"])
+            except (TypeError, KeyError, ValueError, ZeroDivisionError):
+                if view is None and p.stderr.strip():
+                    return [], f"unsupported: llvm-mca: {_tail(p.stderr)}"
+                preds.append(Prediction(None, f"garbage: llvm-mca gave no usable summary for the block ({view!r:.100})"))
+                continue
+            preds.append(Prediction(cycles) if cycles > 0 else Prediction(None, f"garbage: llvm-mca says {cycles} cycles"))
+        return preds, None
+
+
+def _tail(text: str, limit: int = 300) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.strip().startswith("^")]
+    return " | ".join(lines[:4])[:limit]

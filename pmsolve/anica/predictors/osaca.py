@@ -1,0 +1,244 @@
+"""OSACA as a predictor, through its Python API, in worker processes that a hang cannot block.
+
+Each worker (``python -m pmsolve.anica.predictors.osaca ARCH``) builds OSACA's AT&T parser,
+machine model and semantics once, then answers one JSON line per block. The prediction is
+what OSACA reports for the block as a loop body: the larger of the optimal port-pressure
+throughput (the most loaded port after ``assign_optimal_throughput``) and the longest
+loop-carried dependency chain (``KernelDG``; OSACA tracks dependencies through registers and
+through identical memory addresses). ``lcd=false`` keeps the port pressure alone. OSACA
+drops AT&T size suffixes (``addq``) only next to register operands; for a form it does not
+know with a suffix, the block is analysed again with that suffix removed (when OSACA knows the
+bare mnemonic), so ``addq 8(%r14), %rax`` gets the load + register form OSACA models.
+
+An instruction form OSACA's model does not know would silently add no pressure; here it makes
+the block's answer ``unsupported: OSACA ZEN3 does not know 'vpdpbusd ...'``. The parent waits
+for each answer with a timeout: a worker that hangs is killed (``timeout``), one that dies is
+replaced (``crash``); either way the next block gets a fresh worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from pmsolve.anica.block import Block
+from pmsolve.anica.predictors.base import Prediction
+from pmsolve.errors import ValidationError
+
+
+class _Worker:
+    def __init__(self, arch: str, lcd: bool, start_timeout: float):
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[3])
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        env.setdefault("PYTHONWARNINGS", "ignore")
+        args = [sys.executable, "-m", "pmsolve.anica.predictors.osaca", arch] + ([] if lcd else ["--no-lcd"])
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
+        hello = self.read(start_timeout)
+        if hello is None or "error" in hello:
+            self.kill()
+            why = "did not start in time" if hello is None else hello["error"]
+            raise ValidationError(f"OSACA cannot predict for {arch!r}: {why}")
+
+    def read(self, timeout: float) -> dict | None:
+        """One reply line, None on timeout; raises EOFError when the worker died."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise EOFError
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return {"error": f"garbage: OSACA worker wrote {line[:80]!r}"}
+        return reply if isinstance(reply, dict) else {"error": f"garbage: OSACA worker wrote {line[:80]!r}"}
+
+    def ask(self, asm: str, timeout: float) -> dict | None:
+        self.proc.stdin.write(json.dumps({"asm": asm}) + "\n")
+        self.proc.stdin.flush()
+        return self.read(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class OsacaPredictor:
+    """``osaca:ARCH`` (``ZEN3``, ``ZEN2``, ``ZEN1``, ``SKX``, ``ICL``, ...). Thread-safe: every
+    concurrent ``predict`` call gets a worker process of its own from a small pool."""
+
+    def __init__(self, arch: str, *, lcd: bool = True, timeout: float = 10.0, start_timeout: float = 60.0):
+        self.arch = arch.upper()
+        self.lcd = lcd
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._idle.append(_Worker(self.arch, lcd, start_timeout))   # fails early for an unknown ARCH
+
+    @property
+    def name(self) -> str:
+        return f"osaca:{self.arch}" + ("" if self.lcd else "?lcd=false")
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Worker(self.arch, self.lcd, self.start_timeout)
+
+    def _give(self, w: _Worker) -> None:
+        with self._lock:
+            self._idle.append(w)
+
+    def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
+        out: list[Prediction] = []
+        w: _Worker | None = None
+        try:
+            for b in blocks:
+                if w is None:
+                    try:
+                        w = self._take()
+                    except ValidationError as exc:
+                        out.append(Prediction(None, f"crash: {exc}"))
+                        continue
+                try:
+                    reply = w.ask(b.asm + "\n", self.timeout)
+                except (EOFError, BrokenPipeError, OSError):
+                    code = w.proc.wait()
+                    w.kill()
+                    w = None
+                    out.append(Prediction(None, f"crash: the OSACA worker died (exit code {code})"))
+                    continue
+                if reply is None:
+                    w.kill()
+                    w = None
+                    out.append(Prediction(None, f"timeout: OSACA took longer than {self.timeout:g} s"))
+                    continue
+                out.append(_prediction(reply))
+        finally:
+            if w is not None:
+                self._give(w)
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for w in idle:
+            w.kill()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _prediction(reply: dict) -> Prediction:
+    if reply.get("error"):
+        return Prediction(None, str(reply["error"]))
+    c = reply.get("cycles")
+    if isinstance(c, (int, float)) and c > 0 and c == c and c != float("inf"):
+        return Prediction(float(c))
+    return Prediction(None, f"garbage: OSACA answered {c!r} cycles")
+
+
+# ----------------------------------------------------------------------------- worker side
+
+def _semantics(parser, sem, asm: str) -> list:
+    kernel = [f for f in parser.parse_file(asm) if getattr(f, "mnemonic", None)]
+    if kernel:
+        sem.normalize_instruction_forms(kernel)
+        sem.add_semantics(kernel)
+    return kernel
+
+
+_KNOWN: set[str] = set()
+
+
+def _known(model) -> set[str]:
+    if not _KNOWN:
+        _KNOWN.update(str(f.get("name", "")).lower() if isinstance(f, dict) else str(getattr(f, "name", "")).lower()
+                      for f in model["instruction_forms"])
+    return _KNOWN
+
+
+def _analyse(parser, model, sem, asm: str, lcd: bool, arch: str) -> dict:
+    from osaca.semantics import KernelDG
+
+    kernel = _semantics(parser, sem, asm)
+    if not kernel:
+        return {"error": "garbage: OSACA found no instruction in the block"}
+    unknown = [f for f in kernel if "tp_unknown" in (f.flags or [])]
+    if unknown:   # OSACA strips AT&T size suffixes only next to register operands: help it
+        lines = asm.splitlines()
+        retry = False
+        for f in unknown:
+            k = f.line_number - 1
+            mn, _, rest = lines[k].strip().partition(" ")
+            if (mn[-1:] in ("b", "w", "l", "q") and mn not in _known(model) and mn[:-1] in _known(model)
+                    and not mn.startswith(("movs", "movz", "cvt"))):
+                lines[k], retry = f"{mn[:-1]} {rest}", True
+        if retry:
+            kernel = _semantics(parser, sem, "\n".join(lines) + "\n")
+            unknown = [f for f in kernel if "tp_unknown" in (f.flags or [])]
+    if unknown:
+        f = unknown[0]
+        text = (getattr(f, "line", None) or f.mnemonic).strip()
+        return {"error": f"unsupported: OSACA {arch} does not know {text!r}"
+                         + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")}
+    sem.assign_optimal_throughput(kernel)
+    tp = max(sem.get_throughput_sum(kernel) or [0.0])
+    chain = 0.0
+    if lcd:
+        deps = KernelDG(kernel, parser, model, sem, timeout=-1).get_loopcarried_dependencies()
+        chain = max((float(d["latency"]) for d in deps.values()), default=0.0)
+    return {"cycles": max(float(tp), chain), "tp": float(tp), "lcd": chain}
+
+
+def serve(arch: str, lcd: bool) -> None:
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)   # OSACA's prints must not corrupt the channel
+    try:
+        import warnings
+
+        warnings.simplefilter("ignore")
+        from osaca.parser import ParserX86ATT
+        from osaca.semantics import ArchSemantics, MachineModel
+
+        parser = ParserX86ATT()
+        model = MachineModel(arch=arch.lower())
+        sem = ArchSemantics(parser, model)
+    except ImportError:
+        out.write(json.dumps({"error": "OSACA is not installed (pip install 'pmsolve[predictors]')"}) + "\n")
+        return
+    except Exception as exc:  # an unknown ARCH: OSACA raises whatever its loader raises
+        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
+        return
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        t0 = time.monotonic()
+        try:
+            reply = _analyse(parser, model, sem, json.loads(line)["asm"], lcd, arch.upper())
+        except Exception as exc:  # OSACA failing on one block is an answer, not the end
+            reply = {"error": f"crash: OSACA raised {type(exc).__name__}: {str(exc)[:200]}"}
+        reply["seconds"] = time.monotonic() - t0
+        out.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], "--no-lcd" not in sys.argv[2:])
