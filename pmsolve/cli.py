@@ -91,34 +91,26 @@ def cmd_throughput(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- evaluate
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from pmsolve.metrics import accuracy, heatmap
-    from pmsolve.throughput import evaluate_many
+    from pmsolve.leaderboard import heatmaps, predictors_for, score
 
     measurements = load_measurements(args.measurements)
-    measured = [m.cycles for m in measurements]
-    series: dict[str, list[float]] = {}
-    for path in args.mapping:
-        mapping = load_mapping(path)
-        name = path if len(args.mapping) > 1 else "mapping"
-        series[name] = list(evaluate_many(mapping, [m.experiment for m in measurements], args.r_max))
-    if args.others:
-        names = sorted({k for m in measurements for k in m.others})
-        for name in names:
-            if all(name in m.others for m in measurements):
-                series[name] = [m.others[name] for m in measurements]
-            else:
-                print(f"note: predictor {name!r} skipped: it lacks answers for some experiments", file=sys.stderr)
-    table = {name: accuracy(pred, measured) for name, pred in series.items()}
-    if args.heatmap:
-        heatmap(series, measured, args.heatmap, title=str(args.measurements))
+    predictors = predictors_for(measurements, args.mapping or [], args.palmed or [], args.others, args.r_max)
+    if not predictors:
+        raise ValidationError("nothing to evaluate: give --mapping, --palmed or --others")
+    board = score(measurements, predictors)
+    for path, unit in ((args.heatmap, "cycles"), (args.heatmap_ipc, "ipc")):
+        if path:
+            heatmaps(board, path, unit, title=f"{os.path.basename(args.measurements)} ({unit})")
     if args.json:
-        _emit_json({name: acc.as_dict() for name, acc in table.items()})
+        _emit_json({s.name: s.as_dict() for s in board.scores})
     else:
-        rows = [(name, acc.n, f"{100 * acc.mape:.1f} %", f"{acc.pearson:.3f}", f"{acc.kendall_tau_b:.3f}")
-                for name, acc in sorted(table.items(), key=lambda kv: kv[1].mape)]
-        print(_table(["predictor", "n", "MAPE", "Pearson", "Kendall τ-b"], rows))
-        if args.heatmap:
-            print(f"heat map: {args.heatmap}")
+        print(board.table())
+        print(f"{board.total} experiments; {board.common} covered by every predictor (the common columns). "
+              f"Schemes known per predictor: " + ", ".join(f"{s.name} {s.known}" for s in board.scores
+                                                          if s.known))
+        for path in (args.heatmap, args.heatmap_ipc):
+            if path:
+                print(f"heat map: {path}")
     return 0
 
 
@@ -477,15 +469,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_throughput)
 
-    p = sub.add_parser("evaluate", help="accuracy of mappings against measured throughputs",
-                       description="Compare the throughputs mappings imply with measured cycles: MAPE, "
-                                   "Pearson's r and Kendall's τ-b, and optionally a heat map PNG.")
-    p.add_argument("--mapping", "-m", required=True, action="append", help="mapping file; repeatable")
+    p = sub.add_parser("evaluate", help="leaderboard: accuracy of predictors against measured throughputs",
+                       description="Score port mappings, Palmed models and recorded predictors side by side "
+                                   "against measured cycles: coverage, MAPE, Pearson's r and Kendall's τ-b in "
+                                   "cycles and in IPC, on what each covers and on the common subset; scheme "
+                                   "names are bridged between namings (PMEvo, explainable/iwho, Palmed).")
+    p.add_argument("--mapping", "-m", action="append", metavar="FILE[:r_max=X][:name=LABEL]",
+                   help="mapping file, optionally with its own front-end cap and a label; repeatable")
+    p.add_argument("--palmed", action="append", metavar="FILE[:name=LABEL]",
+                   help="Palmed resource model (instr_to_class / class_to_resources JSON); repeatable")
     p.add_argument("--measurements", required=True, help="measured experiments (pmsolve or PMEvo ExperimentList)")
     p.add_argument("--others", action="store_true",
                    help="also rank the other predictors recorded in the file (e.g. llvm-mca, IACA)")
-    p.add_argument("--heatmap", metavar="PNG", help="write a predicted-vs-measured heat map")
-    p.add_argument("--r-max", type=float, help="front-end cap for the mappings")
+    p.add_argument("--heatmap", metavar="PNG", help="write predicted-vs-measured heat maps in cycles")
+    p.add_argument("--heatmap-ipc", metavar="PNG", help="write predicted-vs-measured heat maps in IPC")
+    p.add_argument("--r-max", type=float, help="front-end cap for mappings without their own :r_max=")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_evaluate)
 
