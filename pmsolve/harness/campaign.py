@@ -13,17 +13,13 @@ very same instruction sequences. Elsewhere it runs the same pipeline on a simula
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
-from pmsolve.errors import PmsolveError
 from pmsolve.model import Experiment, PortMapping
 
 #: the default scheme set of the main job (all offered on Zen 3 / any AVX2+BMI2+FMA host)
@@ -112,57 +108,48 @@ def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Expe
 
 # ---------------------------------------------------------------------------- other predictors
 
-def _block(catalogue, e: Experiment, target: int = 40) -> tuple[list[str], int]:
+def _block(catalogue, e: Experiment, target: int = 40):
+    """The experiment as a concrete block (operands allocated, unrolled to about ``target``
+    instructions) and its unroll factor: predictions divide by it to get cycles per copy."""
+    from pmsolve.anica.block import Block
     from pmsolve.harness.allocation import allocate, body
 
     counts = {catalogue[n]: c for n, c in e.items()}
     factor = max(1, round(target / e.size))
-    return [i.text() for i in allocate(body(counts, factor))], factor
+    return Block.of([(i.scheme.name, i.text()) for i in allocate(body(counts, factor))]), factor
 
 
-def llvm_mca_predict(blocks: Sequence[tuple[list[str], int]], mcpu: str, iterations: int = 100) -> list[float | None]:
-    """Cycles per experiment copy from llvm-mca, all blocks in one call (LLVM-MCA-BEGIN/END regions)."""
-    exe = shutil.which("llvm-mca") or shutil.which("llvm-mca-14")
-    if exe is None:
+def _per_copy(predictor, blocks) -> tuple[list[float | None], list[str]]:
+    preds = predictor.predict([b for b, _ in blocks])
+    return ([p.cycles / f if p.ok else None for p, (_, f) in zip(preds, blocks)],
+            [p.error for p in preds if not p.ok])
+
+
+def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | None]:
+    """Cycles per experiment copy from llvm-mca (:mod:`pmsolve.anica.predictors.llvm_mca`: all
+    blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
+    from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
+
+    if find_llvm_mca() is None:
         return [None] * len(blocks)
-    src = []
-    for k, (lines, _) in enumerate(blocks):
-        src += [f"# LLVM-MCA-BEGIN b{k}"] + lines + ["# LLVM-MCA-END"]
-    p = subprocess.run([exe, f"-mcpu={mcpu}", f"-iterations={iterations}", "-json", "--timeline=false",
-                        "--resource-pressure=false", "--instruction-info=false"],
-                       input="\n".join(src) + "\n", capture_output=True, text=True)
-    if p.returncode:
-        raise PmsolveError(f"llvm-mca failed: {p.stderr.strip()[:300]}")
-    regions = {r["Name"]: r["SummaryView"] for r in json.loads(p.stdout)["CodeRegions"]}
-    return [regions[f"b{k}"]["TotalCycles"] / regions[f"b{k}"]["Iterations"] / f if f"b{k}" in regions else None
-            for k, (_, f) in enumerate(blocks)]
+    return _per_copy(LlvmMcaPredictor(mcpu, iterations=iterations), blocks)[0]
 
 
-def osaca_predict(blocks: Sequence[tuple[list[str], int]], arch: str) -> tuple[list[float | None], int]:
-    """Cycles per experiment copy from OSACA's Python API (AT&T parser and machine model built once):
-    the optimal port-pressure throughput. Returns the predictions and the number of instruction
-    forms OSACA did not know (they count as zero pressure)."""
+def osaca_predict(blocks, arch: str) -> tuple[list[float | None], list[str]]:
+    """Cycles per experiment copy from OSACA (:mod:`pmsolve.anica.predictors.osaca`: its Python
+    API in a worker, optimal port pressure and loop-carried dependencies), and the errors of the
+    blocks it could not predict (e.g. instruction forms its model lacks)."""
+    import importlib.util
+
+    if importlib.util.find_spec("osaca") is None:
+        return [None] * len(blocks), []
+    from pmsolve.anica.predictors.osaca import OsacaPredictor
+
+    predictor = OsacaPredictor(arch)
     try:
-        from osaca.parser import ParserX86ATT
-        from osaca.semantics import ArchSemantics, MachineModel
-    except ImportError:
-        return [None] * len(blocks), 0
-    parser = ParserX86ATT()
-    sem = ArchSemantics(parser, MachineModel(arch=arch))
-    out: list[float | None] = []
-    unknown: set[str] = set()
-    for lines, f in blocks:
-        kernel = parser.parse_file("\n".join(lines) + "\n")
-        if hasattr(sem, "normalize_instruction_forms"):
-            sem.normalize_instruction_forms(kernel)
-        sem.add_semantics(kernel)
-        sem.assign_optimal_throughput(kernel)
-        for form in kernel:
-            if getattr(form, "mnemonic", None) and not any(getattr(form, "port_pressure", None) or []):
-                unknown.add(form.mnemonic)
-        sums = sem.get_throughput_sum(kernel) or [0.0]
-        out.append(max(sums) / f)
-    return out, len(unknown)
+        return _per_copy(predictor, blocks)
+    finally:
+        predictor.close()
 
 
 # ---------------------------------------------------------------------------- the job
@@ -243,13 +230,14 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
         "pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)],
         f"llvm-mca -mcpu={config.mcpu}": llvm_mca_predict(blocks, config.mcpu),
     }
-    osaca, unknown = osaca_predict(blocks, config.osaca_arch)
+    osaca, osaca_errors = osaca_predict(blocks, config.osaca_arch)
     preds[f"OSACA {config.osaca_arch}"] = osaca
     seconds["predictors"] = time.monotonic() - t3
     seconds["total"] = time.monotonic() - t0
     notes = [f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}"]
-    if unknown:
-        notes.append(f"OSACA did not know {unknown} instruction form(s) (counted as no port pressure)")
+    if osaca_errors:
+        notes.append(f"OSACA could not predict {len(osaca_errors)} held-out experiment(s), left out of its "
+                     f"accuracy (e.g. {osaca_errors[0]})")
     noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
     notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
     return JobReport(f"{cpu_model()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
