@@ -192,7 +192,7 @@ def test_evaluator_survives_a_raising_predictor():
 # --------------------------------------------------------------------------- campaign
 
 def _cfg(**kw) -> Config:
-    base = dict(a="python:anica_helpers:base", b="python:anica_helpers:slow_bsf", uops="none",
+    base = dict(a="factory:anica_helpers:base", b="factory:anica_helpers:slow_bsf", uops="none",
                 samples=12, chunk=6, orders=2, batch=10, block_size=3, max_discoveries=3,
                 max_seconds=120, patience=30, seed=5, workers=2)
     base.update(kw)
@@ -242,7 +242,7 @@ def test_campaign_refuses_a_different_config_on_resume(universe, tmp_path):
 
 
 def test_crashes_are_interesting_and_recorded(universe, tmp_path):
-    _, st_ = _run(_cfg(b="python:anica_helpers:crashy", filter_unsupported=False),
+    _, st_ = _run(_cfg(b="factory:anica_helpers:crashy", filter_unsupported=False),
                   tmp_path, universe, b=H.crashy())
     assert st_.discoveries
     d = st_.discoveries[0]
@@ -280,8 +280,8 @@ def test_cli_discover_report_generalize(tmp_path, capsys):
     from pmsolve.cli import main
 
     cfg = tmp_path / "c.toml"
-    cfg.write_text('seed = 2\nworkers = 1\n[predictors]\na = "python:anica_helpers:base"\n'
-                   'b = "python:anica_helpers:slow_bsf"\n[isa]\nuops = "none"\nfilter = "category=bit"\n'
+    cfg.write_text('seed = 2\nworkers = 1\n[predictors]\na = "factory:anica_helpers:base"\n'
+                   'b = "factory:anica_helpers:slow_bsf"\n[isa]\nuops = "none"\nfilter = "category=bit"\n'
                    '[generalization]\nsamples = 8\norders = 1\n[budget]\ndiscoveries = 1\n')
     out = tmp_path / "camp"
     assert main(["anica", "discover", str(cfg), "-o", str(out), "--quiet", "--json"]) == 0

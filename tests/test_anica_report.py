@@ -51,7 +51,7 @@ def campaign_folder(tmp_path_factory):
     cat = load_catalogue()
     u = Universe([Form(cat[n]) for n in H.SCHEMES if n in cat], {})
     folder = tmp_path_factory.mktemp("camp")
-    cfg = Config(a="python:anica_helpers:slow_bsf", b="python:anica_helpers:crashy", uops="none", samples=8,
+    cfg = Config(a="factory:anica_helpers:slow_bsf", b="factory:anica_helpers:crashy", uops="none", samples=8,
                  chunk=4, orders=1, batch=10, block_size=3, max_discoveries=3, max_seconds=60, patience=30,
                  seed=1, workers=1, filter_unsupported=False)
     camp = Campaign(cfg, folder, H.slow_bsf(), H.crashy(), universe=u, progress=lambda m: None)

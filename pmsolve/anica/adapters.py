@@ -3,8 +3,10 @@
 The predictors (llvm-mca, OSACA, mapping, hardware, user commands, SQLite cache) belong to
 :mod:`pmsolve.anica.predictors`; this module only resolves names through its
 ``open_predictor`` and, while that is not available, offers a minimal llvm-mca predictor (many
-blocks per process call, one code region each) so campaigns can run. ``python:MODULE:ATTR``
-names a Python callable returning a predictor (or itself one), for tests and experiments.
+blocks per process call, one code region each) so campaigns can run. ``factory:MODULE:ATTR``
+names a Python object that is a predictor or returns one, for tests and experiments; every
+other name (``llvm-mca:``, ``osaca:``, ``mapping:``, ``hardware``, ``cmd:``, ``python:``) is the
+predictors package's, opened with its SQLite cache when ``cache`` is given.
 """
 
 from __future__ import annotations
@@ -69,9 +71,9 @@ class MinimalLlvmMca:
             return [Prediction(None, f"garbage: {exc}")] * len(blocks)
 
 
-def open_any(spec: str) -> Predictor:
+def open_any(spec: str, cache: str | None = None) -> Predictor:
     """A predictor by name: the predictors package first, then the fallbacks above."""
-    if spec.startswith("python:"):
+    if spec.startswith("factory:"):
         try:
             _, mod, attr = spec.split(":", 2)
             obj = getattr(importlib.import_module(mod), attr)
@@ -86,8 +88,8 @@ def open_any(spec: str) -> Predictor:
     except ImportError:
         open_predictor = None
     if open_predictor is not None:
-        return open_predictor(spec)
+        return open_predictor(spec, cache=cache)
     if spec.startswith("llvm-mca:"):
         return MinimalLlvmMca(spec.split(":", 1)[1] or "znver3")
     raise UnknownNameError(f"predictor {spec!r} needs pmsolve.anica.predictors.open_predictor, "
-                           "which is not available yet (fallbacks: llvm-mca:CPU, python:MODULE:ATTR)")
+                           "which is not available yet (fallbacks: llvm-mca:CPU, factory:MODULE:ATTR)")

@@ -29,7 +29,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from pmsolve.anica.campaign import Campaign
 
     cfg = _config(args)
-    camp = Campaign(cfg, args.out, open_any(cfg.a), open_any(cfg.b), progress=_progress(args))
+    cache = str(Path(args.out) / "predictions.sqlite")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args))
     try:
         st = camp.run()
     finally:
@@ -52,7 +54,9 @@ def cmd_generalize(args: argparse.Namespace) -> int:
     from pmsolve.anica.sampler import to_block
 
     cfg = _config(args)
-    camp = Campaign(cfg, args.out, open_any(cfg.a), open_any(cfg.b), progress=_progress(args))
+    cache = str(Path(args.out) / "predictions.sqlite")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args))
     u = camp.u
     rng = random.Random(cfg.seed)
     if args.concrete:

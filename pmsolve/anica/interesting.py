@@ -44,8 +44,8 @@ class Criterion:
 
 
 class Evaluator:
-    """Both predictors on batches of blocks: each batch split over ``workers`` threads per
-    predictor, both predictors concurrently; answers memoised by block text; counts calls."""
+    """Both predictors on batches of blocks, split in ``workers`` parts, in parallel (through
+    :func:`pmsolve.anica.predictors.predict_many`); answers memoised by block text."""
 
     def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2):
         self.a, self.b, self.criterion = a, b, criterion
@@ -64,10 +64,18 @@ class Evaluator:
 
     def predict(self, blocks: Sequence[Block]) -> list[tuple[Prediction, Prediction]]:
         todo = list({b.key: b for b in blocks if b.key not in self._memo}.values())
-        if todo:
+        if todo and self.a.name != self.b.name:
+            # the predictors package schedules both (exclusive ones, e.g. hardware, alone)
+            from pmsolve.anica.predictors import predict_many
+
+            got = predict_many([self.a, self.b], todo, workers=self.workers,
+                               chunk=max(1, math.ceil(len(todo) / self.workers)))
+            pa, pb = got[self.a.name], got[self.b.name]
+        elif todo:
             fa, fb = self._submit(self.a, todo), self._submit(self.b, todo)
             pa = [x for f in fa for x in f.result()]
             pb = [x for f in fb for x in f.result()]
+        if todo:
             with self._lock:
                 for blk, x, y in zip(todo, pa, pb):
                     self._memo[blk.key] = (x, y)
