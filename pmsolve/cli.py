@@ -657,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
     # command families that live in their own modules register here: module.add_commands(sub)
     from pmsolve.anica import cli as anica_cli
     anica_cli.add_commands(sub)
+    from pmsolve.anica.predictors import cli as predictors_cli
+    predictors_cli.add_commands(sub)
     return parser
 
 
