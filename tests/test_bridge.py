@@ -9,7 +9,8 @@ import pytest
 
 from pmsolve.errors import ValidationError
 from pmsolve.isa import load_catalogue
-from pmsolve.isa.bridge import bridge, detect_naming, main, names_of, scheme_key, scheme_key_of, translator
+from pmsolve.cli import main
+from pmsolve.isa.bridge import bridge, detect_naming, names_of, scheme_key, scheme_key_of, translator
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 EXPLAINABLE = REFERENCE / "zenplus" / "explainable_port_mapping.json"
@@ -124,6 +125,6 @@ def test_reference_coverage(capsys):
     rest = [n for n in cb.unmatched_b if not n.startswith("vcmp") and "0x0" not in n]
     assert rest and all(n.startswith("mov ") for n in rest) and len(rest) <= 6
     assert cb.coverage()["matched_b"] == 1294
-    assert main([str(PMEVO_ZEN), str(EXPLAINABLE), "--json"]) == 0
+    assert main(["bridge", str(PMEVO_ZEN), str(EXPLAINABLE), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["matched_a"] == 282 and out["names_a"] == 310

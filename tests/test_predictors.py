@@ -374,3 +374,21 @@ def test_check_block_rules():
 def test_predictions_json_roundtrip_of_blocks():
     b = B("addq %rax, %rbx", schemes=("add_r64_r64",))
     assert Block.from_json(json.loads(json.dumps(b.to_json()))).key == b.key
+
+
+@needs_mca
+def test_cli_predict_and_errors(capsys, tmp_path):
+    from pmsolve.cli import main
+
+    blocks = tmp_path / "b.json"
+    blocks.write_text(json.dumps([[{"scheme": "add_r64_r64", "asm": "addq %rax, %rbx"}]]))
+    cache = tmp_path / "c.sqlite"
+    assert main(["predict", "-p", "llvm-mca:znver3", "--cache", str(cache), "--json", "--blocks", str(blocks),
+                 "vaddpd %ymm1, %ymm2, %ymm3; vaddpd %ymm4, %ymm5, %ymm6", "foo"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["predictors"] == ["llvm-mca:znver3"] and len(out["blocks"]) == 3
+    assert out["blocks"][0]["llvm-mca:znver3"]["cycles"] > 0 and "foo" in out["blocks"][1]["llvm-mca:znver3"]["error"]
+    assert PredictionCache(cache).count("llvm-mca:znver3") == 3
+    assert main(["predict", "-p", "iaca:HSW", "nop"]) == 2
+    assert "kind must be one of" in capsys.readouterr().err
+    assert main(["predict", "-p", "llvm-mca:znver3", "--blocks", str(tmp_path / "missing.json")]) == 2

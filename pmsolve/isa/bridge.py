@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.errors import ValidationError
 
 NAMINGS = ("catalogue", "explainable", "pmevo")
 
@@ -335,31 +335,3 @@ def names_of(source: str) -> list[str]:
             if isinstance(data.get(key), dict):
                 return [str(n) for n in data[key]]
     return list(mapping_from_json(data, source).instructions)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pmsolve.isa.bridge A B``: the coverage report of two scheme sets."""
-    import argparse
-    import json
-    import sys
-
-    ap = argparse.ArgumentParser(prog="python -m pmsolve.isa.bridge", description=main.__doc__)
-    ap.add_argument("a", help="catalogue | catalogue:offered | a mapping/experiment file")
-    ap.add_argument("b", help="the same, for the other side")
-    ap.add_argument("--json", action="store_true", help="coverage figures and pairs as JSON")
-    args = ap.parse_args(argv)
-    try:
-        b = bridge(names_of(args.a), names_of(args.b))
-    except (OSError, PmsolveError) as exc:
-        print(f"pmsolve: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps({"naming_a": b.naming_a, "naming_b": b.naming_b, **b.coverage(),
-                          "pairs": b.pairs, "unmatched_a": b.unmatched_a, "unmatched_b": b.unmatched_b}, indent=1))
-    else:
-        print(b.report())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

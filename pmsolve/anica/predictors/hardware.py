@@ -14,6 +14,7 @@ fingerprint, so cached answers are never taken for another machine's.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Sequence
 
@@ -60,8 +61,11 @@ class HardwarePredictor:
             else:
                 err = r.error or "no measurement"
                 kind = err.split(":", 1)[0]
-                if kind not in ("crash", "timeout", "garbage", "unsupported"):
-                    err = ("unsupported: " if "rejected" in err else "crash: ") + err
+                if "rejected" in err:   # keep the assembler's verdict, not its temporary file names
+                    m = re.search(r"Error: ([^|]*)", err)
+                    err = "unsupported: GNU as: " + (m.group(1).strip() if m else err)
+                elif kind not in ("crash", "timeout", "garbage", "unsupported"):
+                    err = "crash: " + err
                 out.append(Prediction(None, err))
         return out
 
