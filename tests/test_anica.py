@@ -25,7 +25,7 @@ from pmsolve.anica.interesting import Criterion, Evaluator
 from pmsolve.anica.predictors.base import Prediction
 from pmsolve.anica.rank import by_interestingness, top_k
 from pmsolve.anica.sampler import Sampler, to_block
-from pmsolve.anica.subsume import Coverage, subsumes
+from pmsolve.anica.subsume import Coverage, sat_only, subsumes
 from pmsolve.errors import FormatError, ValidationError
 from pmsolve.isa import load_catalogue
 
@@ -142,7 +142,7 @@ def test_subsumption_allows_rotation_and_extra_instructions(universe):
         assert Coverage(universe, [ab1]).covers(0, c2) is want
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(st.integers(0, 10 ** 6))
 def test_fast_coverage_agrees_with_the_sat_encoding(universe, seed):
     rng = random.Random(seed)
@@ -157,6 +157,15 @@ def test_fast_coverage_agrees_with_the_sat_encoding(universe, seed):
     for _ in range(4):
         c2 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
         assert cov.covers(0, c2) == subsumes(universe, ab, beta(universe, c2))
+    for _ in range(3):  # abstract vs abstract: search + SAT == SAT alone
+        c3 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
+        b3 = beta(universe, c3)
+        for _ in range(rng.randint(0, 10)):
+            exps = expansions(b3)
+            if exps:
+                b3 = exps[rng.randrange(len(exps))].apply(b3)
+        assert subsumes(universe, ab, b3) == sat_only(universe, ab, b3)
+        assert subsumes(universe, b3, ab) == sat_only(universe, b3, ab)
     # a block subsumes itself, and a generalisation subsumes what it generalises
     assert subsumes(universe, ab, beta(universe, c1)) and cov.covers(0, c1)
 
