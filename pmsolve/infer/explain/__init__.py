@@ -1,0 +1,23 @@
+"""Explainable port-mapping inference with a µop counter (dissertation ch. 6, ASPLOS'24).
+
+    from pmsolve.harness.oracle import open_oracle
+    from pmsolve.infer.explain import ExplainOptions, explain
+    oracle = open_oracle("simulated:zenplus.json?r_max=5&uops=1")
+    result = explain(oracle, ExplainOptions(ports=10, runs=3), state="zen.explain-state.json")
+    result.mapping, result.explanations["add RW:GPR:32, R:GPR:32"], result.category_counts()
+    result.save("zen.explained.json")   # a pmsolve mapping file with witnesses and misfits
+
+Modules: :mod:`.stages` (singletons, candidates, equivalence, peak IPC), :mod:`.blocking`
+(CEGIS on the blocking instructions, the blocking suite), :mod:`.characterise` (the
+non-evading-µop formula), :mod:`.vote`, :mod:`.witnesses`, :mod:`.hooks` (µop-count
+adjustments such as Postulate 6.5), :mod:`.checkpoint`, :mod:`.compare` (agreement with a
+ground truth up to port renaming), :mod:`.cli`.
+"""
+
+from pmsolve.infer.explain.hooks import HOOKS, get_hook, no_adjustment, zenplus_postulate_6_5
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.pipeline import ExplainResult, explain
+from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness
+
+__all__ = ["CATEGORIES", "ExplainOptions", "ExplainResult", "Explanation", "HOOKS", "Misfit", "Witness",
+           "explain", "get_hook", "no_adjustment", "zenplus_postulate_6_5"]

@@ -1,0 +1,73 @@
+"""Knobs of the explainable inference (dissertation sec. 6.2-6.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pmsolve.errors import ValidationError
+from pmsolve.infer.explain.hooks import UopHook
+
+
+@dataclass(frozen=True)
+class ExplainOptions:
+    """Options of :func:`pmsolve.infer.explain.explain`.
+
+    * ``ports``: number of execution ports K (named "0" … "K-1" in the result);
+    * ``epsilon``: CPI tolerance ε — two throughputs are equal when their cycles per instruction
+      differ by at most ε (the Zen+ study used 0.02);
+    * ``r_max``: the front-end limit in instructions per cycle; None measures the peak IPC;
+    * ``runs``: repetitions of the characterisation stage for the majority vote (sec. 6.3.5);
+      run r adds r copies to every blocking experiment, so even an oracle whose answers depend
+      only on the experiment gives independent samples;
+    * ``k_rule``: the number of blocking instructions (:data:`pmsolve.strategy.K_RULES`; "impl"
+      is the uops.info code's rule the dissertation uses);
+    * ``uop_hook``: the µop-count adjustment (:mod:`~pmsolve.infer.explain.hooks`);
+    * ``improper``: (scheme, µops) blocking instructions with a fixed µop structure, like the
+      Zen+ stores; ``improper_share``: each shares one µop with a proper blocking instruction;
+    * ``disjoint``: pairs of schemes whose port sets are documented to be disjoint (resolves
+      ambiguities the front-end limit leaves, as the dissertation did for the ALU ports);
+    * ``throughput_only``: no µop counter — stop after CEGIS on the equivalence classes;
+    * ``integrality``: how far a non-evading µop estimate may be from an integer;
+    * ``instructions``: restrict to these schemes (default: all the oracle knows);
+    * ``backend``/``timeout``: solver for the CEGIS stage; ``max_conflicts``: how many
+      inconsistent blocking instructions to drop before giving up.
+    """
+
+    ports: int
+    epsilon: float = 0.02
+    r_max: float | None = None
+    runs: int = 1
+    k_rule: str = "impl"
+    uop_hook: str | UopHook = "none"
+    improper: tuple[tuple[str, int], ...] = ()
+    improper_share: bool = True
+    disjoint: tuple[tuple[str, str], ...] = ()
+    throughput_only: bool = False
+    integrality: float = 0.3
+    instructions: tuple[str, ...] | None = None
+    backend: str | None = None
+    timeout: float | None = None
+    max_conflicts: int = 6
+
+    def __post_init__(self) -> None:
+        if self.ports < 1:
+            raise ValidationError(f"explain: ports must be ≥ 1, got {self.ports}")
+        if not 0 <= self.epsilon < 1:
+            raise ValidationError(f"explain: epsilon must be in [0, 1), got {self.epsilon}")
+        if self.runs < 1:
+            raise ValidationError(f"explain: runs must be ≥ 1, got {self.runs}")
+        if self.r_max is not None and self.r_max <= 0:
+            raise ValidationError(f"explain: r_max must be positive, got {self.r_max}")
+        for name, n in self.improper:
+            if n < 1:
+                raise ValidationError(f"explain: improper blocking instruction {name!r} needs ≥ 1 µop, got {n}")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a resumed run must share with the state it resumes (``runs`` may grow)."""
+        hook = self.uop_hook if isinstance(self.uop_hook, str) else getattr(self.uop_hook, "__name__", "custom")
+        return {"ports": self.ports, "epsilon": self.epsilon, "r_max": self.r_max, "k_rule": self.k_rule,
+                "uop_hook": hook, "improper": [list(x) for x in self.improper],
+                "improper_share": self.improper_share, "disjoint": [list(x) for x in self.disjoint],
+                "throughput_only": self.throughput_only, "integrality": self.integrality,
+                "instructions": list(self.instructions) if self.instructions is not None else None}

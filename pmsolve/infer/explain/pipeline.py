@@ -1,0 +1,206 @@
+"""The explainable inference end to end (dissertation sec. 6.2-6.3), as checkpointed stages:
+
+1. ``singletons``  — every scheme alone: inverse throughput and µop count (through the hook);
+2. ``candidates``  — single-µop schemes, their port-set sizes 1/tp⁻¹; singleton misfits;
+3. ``classes``     — equivalent candidates merged by Thm 6.3, one representative each;
+4. ``peak``        — the front-end limit (peak IPC) and the warning of sec. 6.2.3;
+5. ``blocking``    — CEGIS on the representatives (+ improper blocking instructions);
+6. ``run0`` …      — every other scheme against the blocking suite, once per run;
+7. the majority vote over the runs, witnesses per µop, misfits per category.
+
+Every stage's result and every measurement go into the state file as soon as they exist, so
+rerunning the same call continues where an interrupted one stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.infer.explain import stages
+from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
+from pmsolve.infer.explain.characterise import characterise
+from pmsolve.infer.explain.checkpoint import CachedOracle, Checkpoint
+from pmsolve.infer.explain.hooks import get_hook
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.vote import vote
+from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
+from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.throughput import batch_inverse_throughput
+
+Progress = Callable[[str], None]
+
+NO_COUNTER = ("{oracle} has no µop counter, which the explainable inference needs to find single-µop "
+              "schemes; rerun with --throughput-only for the stages that need none (blocking candidates by "
+              "throughput, port-set sizes, equivalence classes, CEGIS on them)")
+
+
+@dataclass
+class ExplainResult:
+    """The inferred mapping, an :class:`Explanation` per scheme, and what each stage found."""
+
+    mapping: PortMapping | None
+    explanations: dict[str, Explanation]
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def misfits(self) -> dict[str, Misfit]:
+        return {i: x.misfit for i, x in self.explanations.items() if x.misfit is not None}
+
+    def category_counts(self) -> dict[str, int]:
+        c = Counter(m.category for m in self.misfits.values())
+        return {k: c.get(k, 0) for k in CATEGORIES}
+
+    def to_json(self) -> dict[str, Any]:
+        """A pmsolve mapping file (``pmsolve.formats`` reads it) with the explanation alongside."""
+        from pmsolve.formats import mapping_to_json
+        data: dict[str, Any] = (mapping_to_json(self.mapping) if self.mapping is not None else
+                                {"format": "pmsolve.mapping", "version": 1, "ports": [], "instructions": {}})
+        data["explanation"] = {"format": "pmsolve.explanation", "version": 1, **self.summary,
+                               "warnings": list(self.warnings), "misfit_counts": self.category_counts(),
+                               "schemes": {i: x.to_json() for i, x in sorted(self.explanations.items())}}
+        return data
+
+    def save(self, path: str | Path) -> None:
+        import json
+        from pmsolve.fileio import atomic_write_text
+        atomic_write_text(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
+
+
+def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = None,
+            progress: Progress | None = None) -> ExplainResult:
+    """Run (or resume, with the same ``state`` file) the explainable inference."""
+    say = progress or (lambda msg: None)
+    t_start = time.perf_counter()
+    o = options
+    if not oracle.has_uop_counter and not o.throughput_only:
+        raise ValidationError(NO_COUNTER.format(oracle=oracle.describe().split(" (")[0]))
+    known = tuple(oracle.instructions)
+    insns = list(o.instructions) if o.instructions is not None else list(known)
+    unknown = [i for i in insns + [n for n, _ in o.improper] if i not in set(known)]
+    if unknown:
+        raise UnknownNameError(f"explain: the oracle does not know {unknown[:3]}")
+    for n, _ in o.improper:
+        if n not in insns:
+            insns.append(n)
+    hook = get_hook(o.uop_hook)
+    cp = Checkpoint(state, {**o.fingerprint(), "oracle": oracle.describe()})
+    if cp.resumed:
+        say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(cp.tp)} measurements")
+    orc = CachedOracle(oracle, cp)
+
+    def stage(name: str, fn: Callable[[], Any]) -> Any:
+        got = cp.done(name)
+        if got is not None:
+            return got
+        t0 = time.perf_counter()
+        out = cp.finish(name, fn())
+        say(f"stage {name} done in {time.perf_counter() - t0:.1f}s ({orc.measured} measurements so far)")
+        return out
+
+    single = stage("singletons", lambda: stages.singletons(orc, insns, hook, not o.throughput_only))
+    cand = stage("candidates", lambda: stages.candidates(single, o))
+    say(f"{len(cand['sizes'])} blocking candidate(s), {len(cand['misfits'])} singleton misfit(s)")
+    classes = stage("classes", lambda: stages.equivalence_classes(orc, single, cand["sizes"], o, say))["classes"]
+    say(f"{len(classes)} unique blocking instruction(s)")
+    peak = stage("peak", lambda: stages.peak_ipc(orc, single, classes, o))
+    warnings = [peak["warning"]] if peak.get("warning") else []
+    for w in warnings:
+        say("warning: " + w)
+    r_max = peak["r_max"]
+    prefix = str(state) if state is not None else None
+    blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
+    from pmsolve.formats import mapping_from_json
+    bmap = mapping_from_json(blk["mapping"])
+    improper = [n for n, _ in o.improper if n in bmap.uops]
+    suite = blockers(bmap, improper)
+    dropped = {d["insn"]: d for d in blk.get("dropped", [])}
+    explanations = _blocking_explanations(bmap, classes, single, blk, r_max, dropped)
+    for i, m in cand["misfits"].items():
+        explanations[i] = Explanation(misfit=Misfit.from_json(m), counted=single[i]["uops"], source="singleton")
+    todo = [i for i in insns if i not in explanations]
+    summary: dict[str, Any] = {
+        "oracle": oracle.describe(), "options": o.fingerprint(), "runs": o.runs,
+        "peak": peak, "r_max": r_max,
+        "blocking": {"proof": blk.get("proof"), "equivalent_mappings": len(blk.get("equivalent", [])),
+                     "added_experiments": blk.get("added_experiments"), "dropped": list(dropped.values()),
+                     "classes": [{"rep": c["rep"], "size": c["size"], "members": 1 + len(c["members"])}
+                                 for c in classes],
+                     "suite": [[b, sort_ports(q)] for b, q in suite]},
+    }
+    if o.throughput_only:
+        summary["not_characterised"] = len(todo)
+        say(f"throughput-only mode: {len(todo)} scheme(s) with several µops are not characterised")
+    else:
+        per_run = []
+        for run in range(o.runs):
+            name = f"run{run}"
+            if cp.done(name) is None:
+                say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
+                    f"run {run + 1}/{o.runs}")
+                got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
+                cp.finish(name, {i: x.to_json() for i, x in got.items()})
+            per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
+        explanations.update(vote(per_run))
+    mapping = _final_mapping(bmap, explanations)
+    summary["stats"] = {"measurements": len(cp.tp), "measured_now": orc.measured,
+                        "seconds": round(time.perf_counter() - t_start, 2),
+                        "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns)}
+    cp.save()
+    return ExplainResult(mapping, explanations, summary, warnings)
+
+
+def _blocking_explanations(bmap: PortMapping, classes: list[dict[str, Any]], single: dict[str, Any],
+                           blk: dict[str, Any], r_max: float | None, dropped: dict[str, Any]
+                           ) -> dict[str, Explanation]:
+    """Representatives: their singleton and every CEGIS experiment they occur in. Class members:
+    their singleton and the pair experiment that makes them equivalent (Thm 6.3)."""
+    out: dict[str, Explanation] = {}
+    cegis = [(Experiment(c), t) for c, t in blk.get("measurements", [])]
+    if cegis:
+        modelled = batch_inverse_throughput([(bmap, e) for e, _ in cegis], r_max)
+    for i, us in bmap.uops.items():
+        ws = tuple(Witness("singleton" if e.size == 1 and len(e.counts) == 1 else "cegis", e, t, float(m))
+                   for (e, t), m in zip(cegis, modelled) if i in set(e))
+        uops = tuple(sorted(((tuple(sort_ports(u.ports)), u.count) for u in us), key=lambda x: (len(x[0]), x[0])))
+        out[i] = Explanation(uops, {uop_key(ps): ws for ps, _ in uops}, (), None, single[i]["uops"], "blocking")
+    for c in classes:
+        rep = c["rep"]
+        for m in c["members"]:
+            i = m["insn"]
+            if rep in dropped:
+                d = dropped[rep]
+                out[i] = Explanation(misfit=Misfit("unsatisfiable", f"equivalent (Thm 6.3) to {rep}: {d['reason']}",
+                                                   tuple((Experiment(x["experiment"]), x["measured"])
+                                                         for x in d["experiments"])),
+                                     counted=single[i]["uops"], source="equivalent")
+                continue
+            us = bmap.uops[rep]
+            sub = PortMapping(bmap.ports, {rep: us, i: us})
+            pair, e1 = Experiment(m["experiment"]), Experiment({i: 1})
+            mp, m1 = batch_inverse_throughput([(sub, pair), (sub, e1)], r_max)
+            ws = (Witness("singleton", e1, single[i]["tp"], float(m1)),
+                  Witness("equivalence", pair, m["measured"], float(mp)))
+            out[i] = Explanation(out[rep].uops, {uop_key(us[0].ports): ws}, (), None, single[i]["uops"], "equivalent")
+        if rep in dropped:
+            d = dropped[rep]
+            out[rep] = Explanation(misfit=Misfit("unsatisfiable", d["reason"],
+                                                 tuple((Experiment(x["experiment"]), x["measured"])
+                                                       for x in d["experiments"])),
+                                   counted=single[rep]["uops"], source="blocking")
+    return out
+
+
+def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation]) -> PortMapping | None:
+    table = {i: [(frozenset(ps), n) for ps, n in x.uops] for i, x in explanations.items()
+             if x.misfit is None and x.uops}
+    return PortMapping(bmap.ports, table) if table else None
+
+
+__all__ = ["ExplainOptions", "ExplainResult", "explain", "port_names"]

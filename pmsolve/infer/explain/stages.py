@@ -1,0 +1,126 @@
+"""The measuring stages before CEGIS (dissertation sec. 6.2.1, 6.2.3, 6.3.1-6.3.3).
+
+Each function takes the (cached) oracle and earlier stages' JSON data and returns its own JSON
+data, so :mod:`~pmsolve.infer.explain.pipeline` can store it in the checkpoint as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pmsolve.errors import ValidationError
+from pmsolve.harness.peak import detect_peak_ipc
+from pmsolve.infer.explain.hooks import UopHook
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.model import Experiment
+
+Progress = Callable[[str], None]
+
+
+def singletons(oracle: Any, insns: list[str], hook: UopHook, use_counter: bool) -> dict[str, Any]:
+    """Stage 1: every scheme alone — inverse throughput and (adjusted) µop count."""
+    exps = [Experiment({i: 1}) for i in insns]
+    tps = oracle.measure(exps)
+    counted = oracle.uop_counts(exps) if use_counter else [None] * len(exps)
+    return {i: {"tp": t, "counted": c, "uops": (hook(i, c) if c is not None else None)}
+            for i, t, c in zip(insns, tps, counted)}
+
+
+def candidates(single: dict[str, Any], o: ExplainOptions) -> dict[str, Any]:
+    """Stages 2-3: single-µop schemes are blocking candidates; 1/tp⁻¹ is the size of their port
+    set. Schemes whose singleton already contradicts the model become misfits here."""
+    sizes: dict[str, int] = {}
+    misfits: dict[str, dict[str, Any]] = {}
+    improper = {n for n, _ in o.improper}
+    for i, s in single.items():
+        t, n = s["tp"], s["uops"]
+        e = {"experiment": {i: 1}, "measured": t}
+        if n is not None:
+            if abs(n - round(n)) > 0.01:
+                misfits[i] = _misfit("outside the model", f"µop count {n:g} is not an integer", [e])
+                continue
+            if round(n) == 0:
+                misfits[i] = _misfit("outside the model", "no µops counted: it executes without "
+                                     "execution ports (e.g. an eliminated move or nop)", [e])
+                continue
+            if t < round(n) / o.ports - o.epsilon:
+                misfits[i] = _misfit("outside the model", f"{round(n)} µop(s) at inverse throughput {t:.4g}: "
+                                     f"faster than {o.ports} ports allow", [e])
+                continue
+            if round(n) != 1 or i in improper:
+                continue
+        elif i in improper:
+            continue
+        if t > 1 + o.epsilon:
+            if n is not None:
+                misfits[i] = _misfit("outside the model", f"one µop but inverse throughput {t:.4g} > 1 cycle: "
+                                     "slower than any port mapping allows (e.g. a division)", [e])
+            continue
+        size = round(1 / t)
+        if size < 1 or size > o.ports or abs(t - 1 / size) > o.epsilon:
+            if n is not None:
+                misfits[i] = _misfit("outside the model", f"one µop at inverse throughput {t:.4g}, which is "
+                                     f"not 1/s for a port count s ≤ {o.ports}", [e])
+            continue
+        sizes[i] = size
+    return {"sizes": sizes, "misfits": misfits}
+
+
+def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, int], o: ExplainOptions,
+                        progress: Progress) -> dict[str, Any]:
+    """Stage 4 (Thm 6.3): equally sized candidates i, j block the same ports iff
+    tp⁻¹({i,j}) = tp⁻¹({i}) + tp⁻¹({j}). One batch per class: the first remaining candidate of
+    a size becomes the representative, every other one is paired with it."""
+    classes: list[dict[str, Any]] = []
+    by_size: dict[int, list[str]] = {}
+    for i in sorted(sizes):
+        by_size.setdefault(sizes[i], []).append(i)
+    for size in sorted(by_size):
+        left = by_size[size]
+        while left:
+            rep, rest = left[0], left[1:]
+            pairs = [Experiment({rep: 1, c: 1}) for c in rest]
+            values = oracle.measure(pairs)
+            members, left = [], []
+            for c, e, t in zip(rest, pairs, values):
+                additive = single[rep]["tp"] + single[c]["tp"]
+                if abs(t - additive) <= o.epsilon * e.size:
+                    members.append({"insn": c, "experiment": dict(e.items()), "measured": t, "additive": additive})
+                else:
+                    left.append(c)
+            classes.append({"rep": rep, "size": size, "members": members})
+            progress(f"  class of {rep} ({size} port(s)): {len(members) + 1} scheme(s)")
+    return {"classes": classes}
+
+
+def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]], o: ExplainOptions,
+             improper_sizes: list[int] = ()) -> dict[str, Any]:
+    """Stage 5 (sec. 6.2.3): the front-end limit, measured with the unique blocking instructions
+    (or given), and the warning when a blocking instruction's port set is as wide as the limit:
+    then the equivalence test and the non-evading formula cannot see beyond it."""
+    if o.r_max is not None:
+        ipc, exp, used = float(o.r_max), None, float(o.r_max)
+    else:
+        reps = [c["rep"] for c in classes]
+        if not reps:
+            raise ValidationError("explain: no blocking instruction candidates to measure the peak IPC with")
+        try:
+            peak = detect_peak_ipc(oracle, {r: single[r]["tp"] for r in reps}, reps)
+        except ValidationError:
+            return {"ipc": None, "r_max": None, "experiment": None,
+                    "warning": "no blocking instruction runs faster than 1 cycle: no front-end limit measured"}
+        ipc, exp = peak.ipc, dict(peak.experiment.items())
+        # front ends issue a whole number of instructions per cycle; noise blurs the measured one
+        used = float(round(ipc)) if abs(ipc - round(ipc)) <= 0.05 * ipc else ipc
+    widest = max([c["size"] for c in classes] + list(improper_sizes), default=0)
+    warning = None
+    if widest and used is not None and widest >= used - 1e-9:
+        warning = (f"a blocking instruction uses {widest} ports but the peak is {used:g} instructions per cycle: "
+                   f"equivalence tests among such instructions always succeed and their µops cannot be "
+                   f"characterised (sec. 6.2.3); results may be wrong")
+    return {"ipc": ipc, "r_max": used, "experiment": exp, "warning": warning}
+
+
+def _misfit(category: str, reason: str, experiments: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"category": category, "reason": reason, "experiments": experiments}
