@@ -573,6 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_infer_cegis)
     # further inference algorithms register here: module.add_commands(infer_sub)
+    from pmsolve.infer.explain import cli as _explain_cli
+    _explain_cli.add_commands(infer_sub)
 
     p = sub.add_parser("isa", help="the x86-64 instruction-scheme catalogue",
                        description="Instruction schemes generated from iced-x86 (isa/x86_64.json), with the "
@@ -655,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", help="also write the example mapping to this file")
     p.set_defaults(func=cmd_demo)
     # command families that live in their own modules register here: module.add_commands(sub)
+    _explain_cli.add_top_commands(sub)
     from pmsolve.anica import cli as anica_cli
     anica_cli.add_commands(sub)
     from pmsolve.anica.predictors import cli as predictors_cli
