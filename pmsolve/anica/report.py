@@ -25,7 +25,8 @@ pre{background:#f4f4f4;padding:.4em;margin:.2em 0}
 .accepted>.step{border:3px double #2a2}.rejected>.step{border:1px solid #c22}
 .step{padding:.3em;margin:.3em 0}.note{color:#555}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}
-article{border-top:2px solid #888;margin-top:1.5em}"""
+article{border-top:2px solid #888;margin-top:1.5em}
+ul.abstract{list-style:none;padding-left:.5em}.gtree ul{padding-left:1em}"""
 
 
 def e(x: Any) -> str:
@@ -55,7 +56,7 @@ def _step(n: dict[str, Any], a: str, b: str) -> str:
     desc = "".join(f"<li>{e(x)}</li>" for x in n["describe"])
     verdict = "kept" if n["accepted"] else "rejected"
     return (f"<div class='step'><b>{e(n['expansion'])}</b> — {verdict} <span class='note'>({e(n['note'])})</span>"
-            f"<ol class='abstract'>{desc}</ol>{_witnesses(n['witnesses'], a, b)}</div>")
+            f"<ul class='abstract'>{desc}</ul>{_witnesses(n['witnesses'], a, b)}</div>")
 
 
 def tree_html(tree: list[dict[str, Any]], a: str, b: str) -> str:
@@ -104,7 +105,7 @@ def build(state: State, u: Universe) -> tuple[str, dict[str, Any]]:
         parts.append(
             f"<article class='discovery' id='d{d['id']}'><h2>#{rank}: discovery {d['id']}</h2>"
             f"<p>mean score {score}, generality {d['generality']} forms</p>"
-            f"<ol class='abstract'>{desc}</ol>"
+            f"<ul class='abstract'>{desc}</ul>"
             f"<h3>Example blocks</h3><p>minimised:</p><pre class='example'>{e(chr(10).join(d['minimal']['asm']))}</pre>"
             f"<p>as sampled:</p><pre class='example'>{e(chr(10).join(d['origin']))}</pre>"
             f"<details open><summary>generalisation tree ({len(d['tree'])} steps)</summary>"
