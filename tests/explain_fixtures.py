@@ -1,0 +1,73 @@
+"""Shared ground truths for the explainable-inference tests: a small synthetic "CPU" with a few
+blocking instructions and ~20 multi-µop schemes, and a machine that deviates from the port
+mapping model in the ways the Zen+ study met (sec. 6.3)."""
+
+from __future__ import annotations
+
+import random
+
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.model import Experiment, PortMapping
+
+PORTS = [str(p) for p in range(5)]
+SETS = [("0",), ("1", "2"), ("0", "1", "2"), ("3", "4")]
+
+
+def synthetic(seed: int = 0, n_other: int = 20, twins: bool = True) -> PortMapping:
+    """Blocking instructions for [0], [1,2], [0,1,2], [3,4] (each with an equivalent twin) and
+    ``n_other`` schemes of 2-3 µop kinds drawn from those sets, 1-2 µops each."""
+    rng = random.Random(seed)
+    table: dict[str, list] = {}
+    for j, s in enumerate(SETS):
+        table[f"blk{j}"] = [(s, 1)]
+        if twins:
+            table[f"blk{j}_twin"] = [(s, 1)]
+    for j in range(n_other):
+        table[f"ins{j}"] = [(s, rng.randint(1, 2)) for s in rng.sample(SETS, rng.randint(2, 3))]
+    return PortMapping(PORTS, table)
+
+
+class DeviatingMachine(SimulatedOracle):
+    """The synthetic CPU plus schemes that break the model's assumptions:
+
+    * ``div``: one µop on [0] but 3 cycles per instruction (slower than any mapping allows);
+    * ``ucode``: 3 µops, but the counter reports 2 (micro-coded);
+    * ``evader``: a µop on [2,3], inside no blocked port set (outside the model);
+    * ``narrow``: a µop on [1] only, which the [1,2] blocking instruction cannot tell from [1,2]:
+      no mapping over the blocking port sets reproduces its throughputs (unsatisfiable);
+    * ``flaky``: its blocking experiments drift with the number of blocking copies (unstable);
+    * ``imul``: a blocking instruction slower next to anything than alone with it (like Zen+'s
+      imul next to adds): CEGIS meets an unsat core and drops it.
+    """
+
+    def __init__(self, **kw):
+        table = dict(synthetic().uops)
+        table["div"] = [(frozenset({"0"}), 1)]
+        table["ucode"] = [(frozenset({"0"}), 1), (frozenset({"3", "4"}), 2)]
+        table["evader"] = [(frozenset({"2", "3"}), 1), (frozenset({"0"}), 1)]
+        table["narrow"] = [(frozenset({"1"}), 1), (frozenset({"3", "4"}), 1)]
+        table["flaky"] = [(frozenset({"1", "2"}), 1), (frozenset({"3", "4"}), 1)]
+        table["imul"] = [(frozenset({"4"}), 1)]
+        super().__init__(PortMapping(PORTS, table), uop_counter=True, **kw)
+
+    def measure(self, experiments):
+        values = super().measure(experiments)
+        out = []
+        for e, t in zip(experiments, values):
+            c = dict(e.items())
+            if c == {"div": 1}:
+                t = 3.0
+            elif "flaky" in c and len(c) == 2:
+                k = max(n for i, n in c.items() if i != "flaky")
+                t += (k % 3) * 0.5
+            elif "imul" in c and len(c) > 1:
+                t += 1.5  # beyond tp⁻¹(imul) + tp⁻¹(rest): no mapping allows it (subadditivity)
+            out.append(t)
+        return out
+
+    def uop_counts(self, experiments):
+        return [n - e["ucode"] for n, e in zip(super().uop_counts(experiments), experiments)]
+
+
+def single(e: Experiment) -> bool:
+    return len(e.counts) == 1
