@@ -5,7 +5,6 @@ the k rule), misfit categories with reasons, majority vote, resume, hooks, CLI."
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
