@@ -358,6 +358,13 @@ def test_hardware_predictor_measures_blocks_and_refuses_unsafe_ones():
     assert "reserves" in got[2].error and "control flow" in got[3].error
     assert error_kind(got[4].error) == "crash" and "SIGILL" in got[4].error   # no AVX-512 here
     assert got[5].ok
+    # a worker that does not answer in time is killed: no measurement takes a tenth of a millisecond
+    slow = open_predictor("hardware?timeout=0.0001")
+    try:
+        got = slow.predict([B("imulq %rbx, %rbx")])
+    finally:
+        slow.close()
+    assert error_kind(got[0].error) == "timeout"
 
 
 def test_check_block_rules():

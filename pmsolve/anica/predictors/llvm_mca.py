@@ -92,7 +92,7 @@ class LlvmMcaPredictor:
         for k, b in enumerate(blocks):
             src.append(f"# LLVM-MCA-BEGIN b{k}")
             first = len(src) + 1
-            src.extend(line for insn in b.insns for line in [insn.asm.replace("\n", " ")])
+            src.extend(line for insn in b.insns for line in insn.asm.splitlines() or [""])
             spans.append((first, len(src)))
             src.append("# LLVM-MCA-END")
         self.calls += 1
