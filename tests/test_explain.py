@@ -259,3 +259,13 @@ def test_improper_blocking_instruction_blocks_a_store_port():
     assert same_up_to_renaming(truth, res.mapping)
     assert [b for b, _ in res.summary["blocking"]["suite"]].count("st") == 1
     assert res.explanations["push"].source == "characterised"
+
+
+def test_hardware_oracle_says_there_is_no_uop_counter(capsys):
+    from pmsolve.harness.hardware import available
+    if available() is not None:
+        pytest.skip(available())
+    assert main(["infer", "explain", "--oracle", "hardware:-", "--ports", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("pmsolve: error: hardware oracle has no µop counter")
+    assert "--throughput-only" in err
