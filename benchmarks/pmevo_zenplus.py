@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training", type=int, default=0,
                     help="random training experiments added to the fitness (extension; disjoint from the test set)")
     ap.add_argument("--training-sizes", default="3-5", help="their length range, MIN-MAX schemes")
+    ap.add_argument("--init-uops", type=int, default=None, help="at most this many µops per scheme at init")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--r-max", type=float, default=5.0)
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     config = EvolutionConfig(population=args.population, generations=args.generations, seed=args.seed,
                              mutation=args.mutation, local_search=args.local_search, patience=args.patience,
                              port_sweeps=args.port_sweeps, port_top=args.port_top, memetic_every=args.memetic_every,
+                             init_uops=args.init_uops,
                              time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **extra)
     print(f"config: {config}, workers {args.workers}")
     t0 = time.monotonic()

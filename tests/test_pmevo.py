@@ -3,6 +3,7 @@ formula, local search, recovery of small ground truths, determinism and checkpoi
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -309,3 +310,15 @@ def test_port_search_with_sampled_training_rows_never_worsens(monkeypatch):
         g2, d2, v2 = ps.port_search(ev, g, scale, sweeps=2)
         assert scale.fitness(d2, v2) <= scale.fitness(d, v) + 1e-9
         assert ev.objectives(g2) == pytest.approx((d2, v2), rel=1e-5)
+
+
+def test_initial_mappings_respect_the_uop_cap_and_the_count_bound():
+    rng = random.Random(1)
+    single = [0.25, 1.0, 3.0]
+    for cap in (None, 2):
+        for _ in range(30):
+            g = random_genome(rng, 6, single, max_uops=cap)
+            assert all(1 <= len(e) <= (cap or 6) for e in g)
+            assert all(1 <= n <= max(1, math.ceil(t * u.bit_count())) for e, t in zip(g, single) for u, n in e.items())
+    with pytest.raises(ValidationError, match="init_uops"):
+        EvolutionConfig(init_uops=0)

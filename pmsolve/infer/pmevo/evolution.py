@@ -57,7 +57,9 @@ class EvolutionConfig:
     ``port_top`` best polished mappings at the end; ``memetic_every`` = k > 0 also applies one
     pass to the ``port_top`` best distinct individuals every k generations and puts the
     results back into the population (a memetic algorithm). ``time_limit`` (seconds) ends the
-    evolution early; the run is then only reproducible up to where the clock stopped it. ``patience`` stops after that many generations without a better D_avg (None:
+    evolution early; the run is then only reproducible up to where the clock stopped it.
+    ``init_uops`` caps the distinct µops per instruction of the random initial mappings (None:
+    up to |P|, as in the paper; real schemes mostly have one or two kinds of µop). ``patience`` stops after that many generations without a better D_avg (None:
     only the generation limit and full convergence stop the run, as in the paper).
     """
 
@@ -72,6 +74,7 @@ class EvolutionConfig:
     port_top: int = 2
     memetic_every: int = 0
     time_limit: float | None = None
+    init_uops: int | None = None
 
     def __post_init__(self) -> None:
         if self.population < 2:
@@ -84,6 +87,8 @@ class EvolutionConfig:
             raise ValidationError(f"volume_weight must be ≥ 0, got {self.volume_weight}")
         if self.port_sweeps < 0 or self.port_top < 1 or self.memetic_every < 0:
             raise ValidationError("port_sweeps and memetic_every must be ≥ 0 and port_top ≥ 1")
+        if self.init_uops is not None and self.init_uops < 1:
+            raise ValidationError(f"init_uops must be ≥ 1, got {self.init_uops}")
         if self.local_search is not None and self.local_search < 0:
             raise ValidationError(f"local_search must be ≥ 0, got {self.local_search}")
 
@@ -124,7 +129,7 @@ def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> str:
         h.update(np.ascontiguousarray(arr).tobytes())
     h.update(repr((evaluator.n_ports, evaluator.n_insns, evaluator.r_max, config.population,
                    config.seed, config.mutation, config.volume_weight, config.port_top,
-                   config.memetic_every)).encode())
+                   config.memetic_every) + ((config.init_uops,) if config.init_uops else ())).encode())
     return h.hexdigest()
 
 
@@ -147,7 +152,7 @@ class Evolution:
         self.rng = random.Random(config.seed)
         self.evaluations = 0
         tb = base.Toolbox()
-        tb.register("genome", random_genome, self.rng, evaluator.n_ports, list(single))
+        tb.register("genome", random_genome, self.rng, evaluator.n_ports, list(single), max_uops=config.init_uops)
         tb.register("individual", tools.initIterate, creator.PmevoIndividual, tb.genome)
         tb.register("population", tools.initRepeat, list, tb.individual)
         tb.register("mate", recombine, self.rng)

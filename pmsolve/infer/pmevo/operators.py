@@ -11,13 +11,14 @@ from typing import Sequence
 Genome = list[dict[int, int]]
 
 
-def random_genome(rng: random.Random, n_ports: int, single: Sequence[float]) -> Genome:
-    """Sample 1..|P| distinct µops per instruction, each issued 1..⌈tp⁻¹(i)·|u|⌉ times: more
-    copies of u than that would alone make i slower than measured."""
+def random_genome(rng: random.Random, n_ports: int, single: Sequence[float], max_uops: int | None = None) -> Genome:
+    """Sample 1..|P| (or 1..``max_uops``) distinct µops per instruction, each issued
+    1..⌈tp⁻¹(i)·|u|⌉ times: more copies of u than that would alone make i slower than measured."""
     full = (1 << n_ports) - 1
+    top = n_ports if max_uops is None else max(1, min(max_uops, n_ports))
     genome: Genome = []
     for t in single:
-        masks = rng.sample(range(1, full + 1), rng.randint(1, n_ports))
+        masks = rng.sample(range(1, full + 1), rng.randint(1, top))
         genome.append({u: rng.randint(1, max(1, math.ceil(t * u.bit_count() - 1e-9))) for u in masks})
     return genome
 

@@ -24,6 +24,15 @@ from pmsolve.infer.pmevo.operators import Genome
 #: Moves of an instruction in more experiments than this are scored on an even sample of
 #: them, then applied only if the exact fitness improves (bounds the cost with random experiments).
 SAMPLE_ROWS = 160
+#: ... and with more rows than SCREEN_ROWS, all candidates are screened on that many rows first,
+#: and only the SHORTLIST best are scored on the sample.
+SCREEN_ROWS = 24
+SHORTLIST = 24
+
+
+def _even(rows: np.ndarray, k: int) -> np.ndarray:
+    """At most k rows, evenly spaced (deterministic)."""
+    return rows if len(rows) <= k else rows[np.linspace(0, len(rows) - 1, k).astype(np.intp)]
 
 
 class _PortState:
@@ -44,12 +53,9 @@ class _PortState:
     def d(self) -> float:
         return float(self.err.sum()) / len(self.err)
 
-    def candidate_errors(self, i: int, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Summed relative error over i's experiments for each candidate table row of i."""
+    def candidate_errors(self, i: int, cand: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Summed relative error over the given experiments of i for each candidate table row of i."""
         ev = self.ev
-        rows = ev.rows_of(i)
-        if len(rows) > SAMPLE_ROWS:  # many (random) experiments: score moves on an even sample
-            rows = rows[np.linspace(0, len(rows) - 1, SAMPLE_ROWS).astype(np.intp)]
         total = np.zeros(cand.shape[0])
         buf = np.empty_like(cand)
         alone = None  # max_Q of the candidate row itself, shared by i's singleton rows
@@ -72,26 +78,41 @@ class _PortState:
             if ev.r_max is not None:
                 pred = np.maximum(pred, ev.sizes[r] / ev.r_max)
             total += np.abs(pred - ev.measured[r]) / ev.measured[r]
-        return total, rows
+        return total
 
     def best_move(self, i: int, scale: Scale, u: int | None) -> tuple[float, int] | None:
-        """Best replacement of µop u (or, with u None, best added µop) for instruction i."""
+        """Best replacement of µop u (or, with u None, best added µop) for instruction i.
+
+        With many experiments, all 2^|P| candidates are first screened on a few of i's rows and
+        only a short list is scored on the (sampled) rest; callers verify the move exactly."""
         n = self.genome[i][u] if u is not None else 1
         base = self.s[i] - (n * self.z[u] if u is not None else 0)
         cand = base[None, :] + np.float32(n) * self.z
-        total, rows = self.candidate_errors(i, cand)
-        factor = len(self.ev.rows_of(i)) / len(rows)  # 1 unless the rows were sampled
-        d = (float(self.err.sum()) + factor * (total - float(self.err[rows].sum()))) / len(self.err)
         v = self.vol - (n * u.bit_count() if u is not None else 0) + n * self.widths
-        f = scale.fitness(d, v)
+        allowed = np.ones(len(cand), dtype=bool)
         if u is not None:
-            f[u] = np.inf  # no move
+            allowed[u] = False  # no move
             if len(self.genome[i]) == 1:
-                f[0] = np.inf  # never drop the last µop
+                allowed[0] = False  # never drop the last µop
         else:
-            f[0] = np.inf
+            allowed[0] = False
+        all_rows = self.ev.rows_of(i)
+        rows = _even(all_rows, SAMPLE_ROWS)
+        ids = np.flatnonzero(allowed)
+        if len(rows) > SCREEN_ROWS:
+            f = self._fitness(i, scale, cand, _even(rows, SCREEN_ROWS), len(all_rows), v)
+            f[~allowed] = np.inf
+            ids = np.argsort(f, kind="stable")[:SHORTLIST]
+        f = self._fitness(i, scale, cand[ids], rows, len(all_rows), v[ids])
         best = int(np.argmin(f))
-        return float(f[best]), best
+        return float(f[best]), int(ids[best])
+
+    def _fitness(self, i: int, scale: Scale, cand: np.ndarray, rows: np.ndarray, n_rows: int, v: np.ndarray) -> np.ndarray:
+        """Estimated scalarised fitness of each candidate from its errors on ``rows``."""
+        total = self.candidate_errors(i, cand, rows)
+        factor = n_rows / len(rows)  # 1 unless the rows were sampled
+        d = (float(self.err.sum()) + factor * (total - float(self.err[rows].sum()))) / len(self.err)
+        return scale.fitness(d, v)
 
     def apply(self, i: int, u: int | None, v: int) -> None:
         entry = self.genome[i]
