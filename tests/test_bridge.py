@@ -84,6 +84,8 @@ def test_catalogue_names_agree_with_structure():
     cat = load_catalogue(host=False)
     wrong = [s.name for s in cat if scheme_key(s.name, "catalogue") != scheme_key_of(s)]
     assert wrong == []
+    # and the key tells every catalogue scheme apart
+    assert len({scheme_key_of(s) for s in cat}) == len(cat)
 
 
 def test_bridge_prefers_general_names_and_reports_collisions():

@@ -159,8 +159,32 @@ def _prediction(reply: dict) -> Prediction:
 
 # ----------------------------------------------------------------------------- worker side
 
+_PARSED: dict[str, object] = {}
+_PARSED_MAX = 100_000
+
+
+def _parse(parser, asm: str) -> list:
+    """``parser.parse_file`` with every line's parse memoised: pyparsing takes ~4 ms per line,
+    a deep copy of the parsed form a few µs, and sampled blocks repeat their lines a lot."""
+    import copy
+
+    out = []
+    for i, line in enumerate(asm.split("\n")):
+        if not line.strip():
+            continue
+        form = _PARSED.get(line)
+        if form is None:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            form = _PARSED[line] = parser.parse_line(line, 0)
+        form = copy.deepcopy(form)
+        form.line_number = i + 1
+        out.append(form)
+    return out
+
+
 def _semantics(parser, sem, asm: str) -> list:
-    kernel = [f for f in parser.parse_file(asm) if getattr(f, "mnemonic", None)]
+    kernel = [f for f in _parse(parser, asm) if getattr(f, "mnemonic", None)]
     if kernel:
         sem.normalize_instruction_forms(kernel)
         sem.add_semantics(kernel)
@@ -177,9 +201,28 @@ def _known(model) -> set[str]:
     return _KNOWN
 
 
+#: machine-model data OSACA 0.7 changes while analysing: combining a memory form from the register
+#: form and the load/store data extends the model's load-port list in place (``data_port_uops +=
+#: st_data_port_uops``), so every analysed read-modify-write instruction made later answers
+#: slower. Restored from a pristine copy before each block, so an answer does not depend on history.
+_MUTABLE_MODEL_KEYS = ("load_throughput", "load_throughput_default", "store_throughput", "store_throughput_default")
+_PRISTINE: dict[int, dict] = {}
+
+
+def _restore(model) -> None:
+    import copy
+
+    data = model._data
+    if id(model) not in _PRISTINE:
+        _PRISTINE[id(model)] = {k: copy.deepcopy(data[k]) for k in _MUTABLE_MODEL_KEYS if k in data}
+    for k, v in _PRISTINE[id(model)].items():
+        data[k] = copy.deepcopy(v)
+
+
 def _analyse(parser, model, sem, asm: str, lcd: bool, arch: str) -> dict:
     from osaca.semantics import KernelDG
 
+    _restore(model)
     kernel = _semantics(parser, sem, asm)
     if not kernel:
         return {"error": "garbage: OSACA found no instruction in the block"}
