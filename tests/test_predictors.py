@@ -179,6 +179,10 @@ def test_mapping_predictor_on_the_explainable_zenplus_mapping():
     got = p.predict([blk, Block.of([("bsf_r32_r32", "bsfl %eax, %ebx")])])
     assert got[0].ok and got[0].cycles >= 1.0          # 5 instructions at peak IPC 5
     assert error_kind(got[1].error) == "unsupported"    # Zen+ bsf: no port usage in the mapping
+    pm = open_predictor(f"mapping:{REFERENCE / 'pmevo' / 'ZEN' / 'mapping_pmevo.json'}")
+    assert pm.naming == "pmevo"
+    assert pm.scheme("lea_r64_m") == "LEA_((REG:W:G:64)),__[((MEM:64))_+_((MIMM:16))]"   # the base+disp mode
+    assert pm.predict([blk])[0].ok
 
 
 # --------------------------------------------------------------------------- user predictors
