@@ -182,7 +182,8 @@ def test_mapping_predictor_on_the_explainable_zenplus_mapping():
     pm = open_predictor(f"mapping:{REFERENCE / 'pmevo' / 'ZEN' / 'mapping_pmevo.json'}")
     assert pm.naming == "pmevo"
     assert pm.scheme("lea_r64_m") == "LEA_((REG:W:G:64)),__[((MEM:64))_+_((MIMM:16))]"   # the base+disp mode
-    assert pm.predict([blk])[0].ok
+    got = pm.predict([Block.of([("add_r64_m64", "addq 8(%r14), %rax"), ("lea_r64_m", "leaq 8(%r14), %rbx")]), blk])
+    assert got[0].ok and "'add_r64_r64'" in got[1].error   # PMEvo's Zen+ set has no add r64, r64
 
 
 # --------------------------------------------------------------------------- user predictors
