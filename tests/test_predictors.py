@@ -64,6 +64,19 @@ def test_llvm_mca_batch_equals_single_calls_and_survives_bad_blocks():
 
 
 @needs_mca
+def test_llvm_mca_named_unsupported_instruction_needs_no_bisection():
+    """llvm-mca names the instruction it has no scheduling data for: the blocks holding it are
+    set aside in one step (2 calls for 64 blocks, where bisection alone took 71)."""
+    mca = open_predictor("llvm-mca:znver3")
+    bad = B("vpdpbusd %zmm1,%zmm2,  %zmm3")
+    blocks = [GOOD[k % 2] if k % 7 else bad for k in range(64)]
+    got = mca.predict(blocks)
+    assert mca.calls == 2
+    assert [g.ok for g in got] == [bool(k % 7) for k in range(64)]
+    assert got[1].cycles == mca.predict([GOOD[1]])[0].cycles
+
+
+@needs_mca
 def test_llvm_mca_options_and_unknown_cpu():
     mca = open_predictor("llvm-mca:znver3?iterations=1000")
     assert mca.name == "llvm-mca:znver3?iterations=1000"

@@ -13,10 +13,11 @@ memory (``add %rax, 8(%r14)`` twice) are ignored (dissertation sec. 8.3.1); ``no
 
 Failure handling: llvm-mca 14 reports an unparsable line as ``<stdin>:LINE:COL: error`` and
 drops that region while still answering the others (exit code 0), so line errors are mapped
-back to their blocks. An instruction without scheduling information, a crash or a hang fails
-the whole call: then the batch is split in halves until the offending blocks stand alone
-(bisection), and each gets its error; a hang is bounded by a subprocess timeout that grows
-with the batch.
+back to their blocks. An instruction without scheduling information fails the whole call but
+is named (``note: instruction: ...``): the blocks holding it get the error and the rest are
+asked again. A crash, a hang or an unnamed failure also fails the whole call: then the batch
+is split in halves until the offending blocks stand alone (bisection), and each gets its
+error; a hang is bounded by a subprocess timeout that grows with the batch.
 """
 
 from __future__ import annotations
@@ -82,8 +83,25 @@ class LlvmMcaPredictor:
     def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
         out: list[Prediction] = []
         for start in range(0, len(blocks), self.batch):
-            out += bisect_failures(blocks[start:start + self.batch], self._call)
+            out += bisect_failures(blocks[start:start + self.batch], self._call_excluding)
         return out
+
+    def _call_excluding(self, blocks: Sequence[Block]) -> tuple[list[Prediction], str | None]:
+        """A call; when it fails on an instruction without scheduling information that llvm-mca
+        names (``note: instruction: ...``), the blocks holding it get the error and the rest are
+        asked again at once, so bisection is left for failures that name nothing."""
+        preds, failure = self._call(blocks)
+        if failure is None or _NOTE not in failure:
+            return preds, failure
+        culprit = _normal(failure.split(_NOTE, 1)[1].split(" | ")[0])
+        bad = {k for k, b in enumerate(blocks) if any(_normal(line) == culprit for line in b.lines)}
+        if not bad or len(bad) == len(blocks):
+            return ([Prediction(None, failure)] * len(blocks), None) if bad else (preds, failure)
+        rest, rest_failure = self._call_excluding([b for k, b in enumerate(blocks) if k not in bad])
+        if rest_failure is not None:
+            return [], rest_failure
+        it = iter(rest)
+        return [Prediction(None, failure) if k in bad else next(it) for k in range(len(blocks))], None
 
     def _call(self, blocks: Sequence[Block]) -> tuple[list[Prediction], str | None]:
         """Predictions for one llvm-mca call, or a failure of the call as a whole."""
@@ -135,6 +153,14 @@ class LlvmMcaPredictor:
                 continue
             preds.append(Prediction(cycles) if cycles > 0 else Prediction(None, f"garbage: llvm-mca says {cycles} cycles"))
         return preds, None
+
+
+_NOTE = "note: instruction:"
+
+
+def _normal(asm: str) -> str:
+    """Instruction text without layout differences (llvm-mca prints ``op\tA, B``)."""
+    return re.sub(r"\s*,\s*", ",", " ".join(asm.split("#", 1)[0].split())).lower()
 
 
 def _tail(text: str, limit: int = 300) -> str:
