@@ -159,25 +159,25 @@ def _prediction(reply: dict) -> Prediction:
 
 # ----------------------------------------------------------------------------- worker side
 
-_PARSED: dict[str, object] = {}
+_PARSED: dict[str, bytes] = {}
 _PARSED_MAX = 100_000
 
 
 def _parse(parser, asm: str) -> list:
-    """``parser.parse_file`` with every line's parse memoised: pyparsing takes ~4 ms per line,
-    a deep copy of the parsed form a few µs, and sampled blocks repeat their lines a lot."""
-    import copy
+    """``parser.parse_file`` with every line's parse memoised (pickled): pyparsing takes ~4 ms
+    per line, unpickling a copy ~20 µs, and sampled blocks repeat their lines a lot."""
+    import pickle
 
     out = []
     for i, line in enumerate(asm.split("\n")):
         if not line.strip():
             continue
-        form = _PARSED.get(line)
-        if form is None:
+        frozen = _PARSED.get(line)
+        if frozen is None:
             if len(_PARSED) >= _PARSED_MAX:
                 _PARSED.clear()
-            form = _PARSED[line] = parser.parse_line(line, 0)
-        form = copy.deepcopy(form)
+            frozen = _PARSED[line] = pickle.dumps(parser.parse_line(line, 0), pickle.HIGHEST_PROTOCOL)
+        form = pickle.loads(frozen)     # a fresh copy: OSACA's semantics mutate the forms
         form.line_number = i + 1
         out.append(form)
     return out
@@ -201,22 +201,29 @@ def _known(model) -> set[str]:
     return _KNOWN
 
 
-#: machine-model data OSACA 0.7 changes while analysing: combining a memory form from the register
-#: form and the load/store data extends the model's load-port list in place (``data_port_uops +=
-#: st_data_port_uops``), so every analysed read-modify-write instruction made later answers
-#: slower. Restored from a pristine copy before each block, so an answer does not depend on history.
-_MUTABLE_MODEL_KEYS = ("load_throughput", "load_throughput_default", "store_throughput", "store_throughput_default")
-_PRISTINE: dict[int, dict] = {}
+#: OSACA 0.7 changes its machine model while analysing: combining a memory form from the register
+#: form and the load data extends the model's load-port list in place (``data_port_uops +=
+#: st_data_port_uops`` on ``load_throughput[i][1]``), so every analysed read-modify-write form
+#: made later answers slower. The lists are put back before each block (a shallow slice
+#: assignment; deep-copying ruamel's structures would cost more than the analysis).
+_PRISTINE: dict[int, list] = {}
 
 
 def _restore(model) -> None:
-    import copy
-
     data = model._data
     if id(model) not in _PRISTINE:
-        _PRISTINE[id(model)] = {k: copy.deepcopy(data[k]) for k in _MUTABLE_MODEL_KEYS if k in data}
-    for k, v in _PRISTINE[id(model)].items():
-        data[k] = copy.deepcopy(v)
+        saved = []
+        for key in ("load_throughput", "store_throughput"):
+            for entry in data.get(key) or []:
+                if isinstance(entry, (list, tuple)) and len(entry) > 1 and isinstance(entry[1], list):
+                    saved.append((entry[1], list(entry[1])))
+        for key in ("load_throughput_default", "store_throughput_default"):
+            if isinstance(data.get(key), list):
+                saved.append((data[key], list(data[key])))
+        _PRISTINE[id(model)] = saved
+    for target, items in _PRISTINE[id(model)]:
+        if len(target) != len(items) or any(x is not y for x, y in zip(target, items)):
+            target[:] = items
 
 
 def _analyse(parser, model, sem, asm: str, lcd: bool, arch: str) -> dict:
