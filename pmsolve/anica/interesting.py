@@ -69,7 +69,7 @@ class Evaluator:
             from pmsolve.anica.predictors import predict_many
 
             got = predict_many([self.a, self.b], todo, workers=self.workers,
-                               chunk=max(1, math.ceil(len(todo) / self.workers)))
+                               chunk=max(1, min(64, math.ceil(len(todo) / self.workers))))
             pa, pb = got[self.a.name], got[self.b.name]
         elif todo:
             fa, fb = self._submit(self.a, todo), self._submit(self.b, todo)
