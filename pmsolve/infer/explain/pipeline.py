@@ -118,6 +118,11 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
     blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
     from pmsolve.formats import mapping_from_json
     bmap = mapping_from_json(blk["mapping"])
+    if blk.get("equivalent"):
+        warnings.append(f"{len(blk['equivalent'])} other mapping(s) of the blocking instructions explain every "
+                        f"measurement and differ from the chosen one on no experiment of ≤ 12 instructions (the "
+                        f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (--disjoint)")
+        say("warning: " + warnings[-1])
     improper = [n for n, _ in o.improper if n in bmap.uops]
     suite = blockers(bmap, improper)
     dropped = {d["insn"]: d for d in blk.get("dropped", [])}
