@@ -132,7 +132,7 @@ def test_cli_check_strategy(capsys, tmp_path):
     ["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "2", "--max-uops", "2"],
     ["check-strategy", "--ports", "2"],
     ["prove", "no-such-theorem"],
-    ["prove", "anica-domain"],
+    ["prove", "thm-6.3", "--mutant", "no-such-mutant"],
     ["prove"],
 ])
 def test_cli_bad_input_is_one_line(capsys, argv):
