@@ -269,3 +269,17 @@ def test_hardware_oracle_says_there_is_no_uop_counter(capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("pmsolve: error: hardware oracle has no µop counter")
     assert "--throughput-only" in err
+
+
+def test_characterisation_options_rerun_only_that_stage(tmp_path):
+    truth = synthetic(7)
+    state = tmp_path / "s.json"
+    first = explain(Counting(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5), state=state)
+    again = Counting(truth, r_max=4, uop_counter=True)
+    res = explain(again, ExplainOptions(ports=5, integrality=0.5, tolerance=0.03), state=state)
+    assert again.asked == 0 and res.mapping == first.mapping  # same experiments, answered from the state
+    runs = [k for k in json.loads(state.read_text())["stages"] if k.startswith("run")]
+    assert len(runs) == 2
+    k_uops = Counting(truth, r_max=4, uop_counter=True)
+    res = explain(k_uops, ExplainOptions(ports=5, k_rule="uops"), state=state)
+    assert 0 < k_uops.asked and same_up_to_renaming(truth, res.mapping)

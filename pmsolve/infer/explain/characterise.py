@@ -98,7 +98,8 @@ def _one(oracle: Any, i: str, steps: list[tuple[str, frozenset[str], int]], bloc
     exps = [singleton] + [x for r in raw for x in (r[0], r[1])]
     modelled = batch_inverse_throughput([(m, e) for e in exps], r_max)
     measured = [single["tp"]] + [x for r in raw for x in (r[2], r[3])]
-    bad = [(e, t) for e, t, mt in zip(exps, measured, modelled) if abs(t - mt) > o.epsilon * e.size]
+    bad = [(e, t) for e, t, mt in zip(exps, measured, modelled)
+           if abs(t - mt) > max(o.epsilon * e.size, o.tolerance * t)]
     if bad:
         return Explanation(misfit=Misfit("unsatisfiable", f"the µops {_fmt(uops)} found with the blocking "
                                          f"instructions do not reproduce {len(bad)} measured experiment(s)",

@@ -45,6 +45,11 @@ def add_commands(infer_sub: Any) -> None:
     p.add_argument("--r-max", type=float, help="front-end limit (default: measure the peak IPC)")
     p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
     p.add_argument("--k-rule", default="impl", help="number of blocking copies: impl (default), uops, paper, or N")
+    p.add_argument("--integrality", type=float, default=0.3,
+                   help="largest distance of a non-evading µop estimate from an integer (default 0.3; "
+                        "≥ 0.5: always round, for noisy measurements)")
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="relative slack when a scheme's mapping must reproduce its experiments (default 0: ε only)")
     p.add_argument("--uop-hook", default="none", help="µop-count adjustment: none (default) or zenplus "
                                                       "(Postulate 6.5, for counters that count macro-ops)")
     p.add_argument("--throughput-only", action="store_true",
@@ -101,7 +106,8 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise FormatError(f"{args.schemes}: cannot read the scheme list: {exc.strerror}") from None
     options = ExplainOptions(ports=args.ports, epsilon=args.epsilon, r_max=args.r_max, runs=args.runs,
-                             k_rule=args.k_rule, uop_hook=args.uop_hook, improper=_parse_improper(args.improper),
+                             k_rule=args.k_rule, uop_hook=args.uop_hook, integrality=args.integrality,
+                             tolerance=args.tolerance, improper=_parse_improper(args.improper),
                              improper_share=not args.no_share, disjoint=_parse_disjoint(args.disjoint),
                              throughput_only=args.throughput_only, instructions=schemes,
                              backend=args.backend, timeout=args.timeout)

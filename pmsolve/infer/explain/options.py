@@ -28,7 +28,11 @@ class ExplainOptions:
     * ``disjoint``: pairs of schemes whose port sets are documented to be disjoint (resolves
       ambiguities the front-end limit leaves, as the dissertation did for the ALU ports);
     * ``throughput_only``: no µop counter — stop after CEGIS on the equivalence classes;
-    * ``integrality``: how far a non-evading µop estimate may be from an integer;
+    * ``integrality``: how far a non-evading µop estimate may be from an integer before the
+      scheme is "outside the model" (0.5 or more: always round — for noisy oracles, where the
+      estimate's error grows with k, and the final check below still catches wrong counts);
+    * ``tolerance``: relative slack of that final check (the scheme's mapping must reproduce each
+      of its measured experiments within max(ε·|e|, tolerance·tp⁻¹)); 0 (default) is ε alone;
     * ``instructions``: restrict to these schemes (default: all the oracle knows);
     * ``backend``/``timeout``: solver for the CEGIS stage; ``max_conflicts``: how many
       inconsistent blocking instructions to drop before giving up.
@@ -45,6 +49,7 @@ class ExplainOptions:
     disjoint: tuple[tuple[str, str], ...] = ()
     throughput_only: bool = False
     integrality: float = 0.3
+    tolerance: float = 0.0
     instructions: tuple[str, ...] | None = None
     backend: str | None = None
     timeout: float | None = None
@@ -63,11 +68,15 @@ class ExplainOptions:
             if n < 1:
                 raise ValidationError(f"explain: improper blocking instruction {name!r} needs ≥ 1 µop, got {n}")
 
+    def characterisation_key(self) -> str:
+        """The options only the characterisation stage depends on: changing them reruns only it."""
+        return f"k={self.k_rule},int={self.integrality:g},tol={self.tolerance:g}"
+
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the state it resumes (``runs`` may grow)."""
         hook = self.uop_hook if isinstance(self.uop_hook, str) else getattr(self.uop_hook, "__name__", "custom")
-        return {"ports": self.ports, "epsilon": self.epsilon, "r_max": self.r_max, "k_rule": self.k_rule,
+        return {"ports": self.ports, "epsilon": self.epsilon, "r_max": self.r_max,
                 "uop_hook": hook, "improper": [list(x) for x in self.improper],
                 "improper_share": self.improper_share, "disjoint": [list(x) for x in self.disjoint],
-                "throughput_only": self.throughput_only, "integrality": self.integrality,
+                "throughput_only": self.throughput_only,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

@@ -131,7 +131,8 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         explanations[i] = Explanation(misfit=Misfit.from_json(m), counted=single[i]["uops"], source="singleton")
     todo = [i for i in insns if i not in explanations]
     summary: dict[str, Any] = {
-        "oracle": oracle.describe(), "options": o.fingerprint(), "runs": o.runs,
+        "oracle": oracle.describe(), "options": {**o.fingerprint(), "integrality": o.integrality,
+                                                  "tolerance": o.tolerance}, "runs": o.runs,
         "peak": peak, "r_max": r_max,
         "blocking": {"proof": blk.get("proof"), "equivalent_mappings": len(blk.get("equivalent", [])),
                      "added_experiments": blk.get("added_experiments"), "dropped": list(dropped.values()),
@@ -145,7 +146,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
     else:
         per_run = []
         for run in range(o.runs):
-            name = f"run{run}"
+            name = f"run{run} ({o.characterisation_key()})"
             if cp.done(name) is None:
                 say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
                     f"run {run + 1}/{o.runs}")
