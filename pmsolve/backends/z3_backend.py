@@ -92,6 +92,9 @@ class Z3Engine(SmtEngine):
             self.s.set(k, v)
         self._model: Any = None
 
+    #: improvements tried after z3.Optimize before giving up (an unattained optimum never ends)
+    OPTIMALITY_STEPS = 100
+
     def _assert(self, term: Any) -> None:
         self.s.add(term)
 
@@ -118,38 +121,58 @@ class Z3Engine(SmtEngine):
         return self.s.reason_unknown()
 
     def optimize(self, problem: Problem) -> RawResult:
-        """One-shot z3.Optimize over the whole current stack (exact rational optimum)."""
+        """z3.Optimize over the whole current stack, its answer then proved with a plain solver.
+
+        z3 5.4's optimiser misreports some optima (e.g. ``1 - ε`` with a model worth 1/2 for an
+        attained optimum 0 when Int and Real variables share the objective). So its model is only
+        a starting point: while a plain solver finds a strictly better model, move to it; the
+        value is returned once ``objective < value`` (``>`` for max) is proved unsat.
+        """
         z3 = self.z3
         opt = z3.Optimize(ctx=self.c.p.ctx)  # type: ignore[attr-defined]
+        chk = z3.Solver(ctx=self.c.p.ctx)  # type: ignore[attr-defined]
         if self.timeout is not None:
             opt.set("timeout", max(1, int(self.timeout * 1000)))
+            chk.set("timeout", max(1, int(self.timeout * 1000)))
         comp = Compiler(self.c.p)
+        facts = []
         for v in problem.variables():
             comp.var(v)
             if isinstance(v, n.NumVar):
-                for b in comp.bounds(v):
-                    opt.add(b)
-        for c in problem.constraints:
-            opt.add(comp.formula(c.formula))
+                facts += comp.bounds(v)
+        facts += [comp.formula(c.formula) for c in problem.constraints]
+        opt.add(*facts)
+        chk.add(*facts)
         objective = problem.objective
         if objective is None:
             raise SolverError("optimize() needs an objective")
         obj = comp.term(objective.term)
-        h = opt.minimize(obj) if objective.sense == "min" else opt.maximize(obj)
+        minimise = objective.sense == "min"
+        h = opt.minimize(obj) if minimise else opt.maximize(obj)
         r = opt.check()
-        if r == z3.sat:
-            val = opt.upper(h) if objective.sense == "min" else opt.lower(h)
-            if not (z3.is_int_value(val) or z3.is_rational_value(val)):
-                if "oo" in str(val):
-                    return RawResult(R.UNBOUNDED, reason=f"objective bound {val}")
-                return RawResult(R.UNKNOWN, reason=f"optimum not attained (bound {val})")
-            m = opt.model()
-            model = {v.name: z3_value(z3, m.eval(comp.vars[v.name], model_completion=True))
-                     for v in problem.variables()}
-            return RawResult(R.SAT, model)
         if r == z3.unsat:
             return RawResult(R.UNSAT)
-        return RawResult(R.UNKNOWN, reason=opt.reason_unknown())
+        if r != z3.sat:
+            return RawResult(R.UNKNOWN, reason=opt.reason_unknown())
+        bound = opt.upper(h) if minimise else opt.lower(h)
+        if "oo" in str(bound):
+            return RawResult(R.UNBOUNDED, reason=f"objective bound {bound}")
+        model = opt.model()
+        for _ in range(self.OPTIMALITY_STEPS):
+            value = model.eval(obj, model_completion=True)
+            chk.push()
+            chk.add(obj < value if minimise else obj > value)
+            better = chk.check()
+            if better == z3.sat:
+                model = chk.model()
+            chk.pop()
+            if better == z3.unsat:
+                return RawResult(R.SAT, {v.name: z3_value(z3, model.eval(comp.vars[v.name], model_completion=True))
+                                         for v in problem.variables()})
+            if better != z3.sat:
+                return RawResult(R.UNKNOWN, reason=chk.reason_unknown())
+        return RawResult(R.UNKNOWN, reason=f"optimum not attained or not proved within "
+                                           f"{self.OPTIMALITY_STEPS} improvements (z3 reported {bound})")
 
 
 class Z3Backend(Backend):
