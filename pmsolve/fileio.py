@@ -3,6 +3,7 @@ written, so an interrupted run never loses a checkpoint, state file or output.""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -29,3 +30,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_state(path: str | Path, fmt: str, what: str) -> dict:
+    """Read a JSON state file written by this package, refusing anything else in one line."""
+    from pmsolve.errors import ValidationError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"{path}: cannot read the {what} state file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise ValidationError(f"{path}: not a pmsolve {what} state file")
+    return data

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pmsolve.errors import ValidationError
-from pmsolve.fileio import atomic_write_text
+from pmsolve.fileio import atomic_write_text, read_state
 from pmsolve.model import Experiment
 
 
@@ -45,12 +45,7 @@ class MeasurementStore:
 
     def _load(self) -> None:
         assert self.path is not None
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ValidationError(f"{self.path}: cannot read the CEGIS state file ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != "pmsolve.cegis-state":
-            raise ValidationError(f"{self.path}: not a pmsolve CEGIS state file")
+        data = read_state(self.path, "pmsolve.cegis-state", "CEGIS")
         if sorted(data.get("instructions", [])) != sorted(self.instructions) or data.get("ports") != self.ports:
             raise ValidationError(f"{self.path}: the state belongs to another run "
                                   f"({len(data.get('instructions', []))} instructions, {data.get('ports')} ports); "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pmsolve.errors import ValidationError
-from pmsolve.fileio import atomic_write_text
+from pmsolve.fileio import atomic_write_text, read_state
 from pmsolve.model import Experiment
 
 FORMAT = "pmsolve.explain-state"
@@ -31,12 +31,7 @@ class Checkpoint:
 
     def _load(self) -> None:
         assert self.path is not None
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ValidationError(f"{self.path}: cannot read the explain state file ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValidationError(f"{self.path}: not a pmsolve explain state file")
+        data = read_state(self.path, FORMAT, "explain")
         if data.get("config") != self.config:
             diff = sorted(k for k in set(data.get("config", {})) | set(self.config)
                           if data.get("config", {}).get(k) != self.config.get(k))
