@@ -25,6 +25,12 @@ with three other engineers, load 5-11 on 2 cores, so wall times are pessimistic)
                                         MAPE 6.67 %  Pearson 0.987  τ 0.902  24.6 min
     F2 population 200, memetic every 2 (top 3), 6 final sweeps, 1 worker, 20 min evolution:
                                         MAPE 5.67 %  Pearson 0.989  τ 0.913  25.8 min
+    F3 as F2 with 2 workers, memetic top 4:  MAPE 5.75 %  Pearson 0.989  τ 0.912  21.3 min
+  So the ≤ 5 % goal is not reached: F2 and F3 stall at the same local optimum (training error
+  4.9 % from generation ~20 on; memetic search on the best individuals finds no further move).
+  Structure (F2, after the best port renaming): same total µop count 56/300, identical
+  decomposition 10/300, 89 distinct port sets against the truth's 11; most schemes get 1-2
+  µops too many (spread over more ports), which fits singletons, pairs and mixes alike.
   earlier (issue 5's first stop): pairs only, population 500, memetic every 5: 8.23 % in 26.9
   min; the paper's algorithm (population 1000, no mutation, no port search): 26.8 % in 19.2 min.
 
