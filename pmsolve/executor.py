@@ -1,0 +1,274 @@
+"""One way to fan work out: serial, a local process pool, or a Dask cluster.
+
+Everything in pmsolve that evaluates many independent items (PMEvo fitness chunks, AnICA
+predictor chunks, batch throughputs, independent CEGIS runs) takes an :class:`Executor`, so the
+same code runs in-process, on the cores of one machine, or on a cluster, and gives the same
+results: every task is a pure function of its arguments, results come back in input order,
+and callers derive randomness from seeds, never from which worker ran what.
+
+``map(fn, items, on_result=...)`` hands each finished result to ``on_result`` in the calling
+process as soon as it arrives, so callers persist finished work (measurement and prediction
+stores) before the rest is done. A lost worker costs only its unfinished tasks: Dask
+reschedules them on the other workers (up to ``retries`` times per task), and the pool backend
+replaces a broken pool and resubmits what had not finished.
+
+>>> with open_executor(workers=2) as ex:                       # doctest: +SKIP
+...     ex.map(abs, [-1, -2, 3])
+[1, 2, 3]
+>>> open_executor(scheduler="tcp://10.0.0.1:8786")             # doctest: +SKIP
+>>> open_executor(kind="dask", workers=4)                      # a LocalCluster on loopback
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import multiprocessing
+import os
+import sys
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Iterable, Sequence
+
+from pmsolve.errors import PmsolveError, ValidationError
+
+KINDS = ("auto", "serial", "pool", "dask")
+ENV_VAR = "PMSOLVE_EXECUTOR"
+#: on_result(index of the item, its result): called in the caller's process as results arrive
+OnResult = Callable[[int, Any], None]
+
+
+class Executor:
+    """The interface: ``map`` (ordered results, optional streaming callback) and ``close``."""
+
+    kind = "serial"
+    workers = 1
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, on_result: OnResult | None = None) -> list[Any]:
+        out = []
+        for k, item in enumerate(items):
+            r = fn(item)
+            if on_result:
+                on_result(k, r)
+            out.append(r)
+        return out
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{self.kind} ({self.workers} worker{'s' if self.workers != 1 else ''})"
+
+    def __call__(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        """A plain ``map`` (DEAP's ``toolbox.map`` signature)."""
+        return self.map(fn, items)
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SerialExecutor(Executor):
+    """In the calling process, in order (the reference every other backend must match)."""
+
+
+class PoolExecutor(Executor):
+    """A local process pool (fork on Linux: workers inherit the loaded modules).
+
+    A worker that dies breaks a ``ProcessPoolExecutor``; the pool is then replaced and the
+    unfinished items resubmitted (at most ``retries`` times), so finished results are kept."""
+
+    kind = "pool"
+
+    def __init__(self, workers: int, retries: int = 3):
+        if workers < 1:
+            raise ValidationError(f"--workers must be at least 1, got {workers}")
+        self.workers, self.retries = workers, retries
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            method = "fork" if sys.platform.startswith("linux") else "spawn"
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method))
+        return self._pool
+
+    def worker_pids(self) -> list[int]:
+        """The pool's worker processes (for tests that kill one)."""
+        return sorted(self._get()._processes)  # noqa: SLF001 - no public accessor
+
+    def map(self, fn, items, *, on_result=None):
+        items = list(items)
+        results: dict[int, Any] = {}
+        failures = 0
+        while len(results) < len(items):
+            pool = self._get()
+            futures = {pool.submit(fn, items[k]): k for k in range(len(items)) if k not in results}
+            broken = False
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    try:
+                        r = f.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    results[futures[f]] = r
+                    if on_result:
+                        on_result(futures[f], r)
+            if broken:
+                failures += 1
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+                if failures > self.retries:
+                    raise PmsolveError(f"process pool: a worker died {failures} times; "
+                                       f"{len(items) - len(results)} of {len(items)} tasks unfinished")
+        return [results[k] for k in range(len(items))]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _apply(fn: Callable, args: tuple, kwargs: dict, item: Any) -> Any:
+    return fn(*args, item, **kwargs)
+
+
+class DaskExecutor(Executor):
+    """Dask distributed: a running scheduler (``tcp://HOST:PORT``; its workers need pmsolve
+    installed) or a ``LocalCluster`` of ``workers`` single-threaded processes on loopback.
+
+    The large, shared part of a task (the bound arguments of a ``functools.partial``, e.g.
+    PMEvo's evaluator or a predictor) is scattered to the workers once, not sent per task."""
+
+    kind = "dask"
+
+    def __init__(self, scheduler: str | None = None, workers: int = 2, retries: int = 3):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise PmsolveError("the dask executor needs Dask: pip install 'pmsolve[dask]' "
+                               "(or pip install 'dask[distributed]')") from None
+        import logging
+
+        self.retries = retries
+        self.cluster = None
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout=30)
+            except OSError as exc:
+                raise PmsolveError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
+            self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        else:
+            if workers < 1:
+                raise ValidationError(f"--workers must be at least 1, got {workers}")
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None,
+                                        silence_logs=logging.ERROR, memory_limit=0)
+            self.client = Client(self.cluster)
+            self.workers = workers
+        self._scattered: dict[int, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _remote(self, obj: Any) -> Any:
+        """A future for ``obj`` on every worker, scattered once per object."""
+        with self._lock:
+            hit = self._scattered.get(id(obj))
+            if hit is None or hit[0] is not obj:
+                hit = (obj, self.client.scatter(obj, broadcast=True, hash=False))
+                self._scattered[id(obj)] = hit
+            return hit[1]
+
+    def map(self, fn, items, *, on_result=None):
+        from distributed import as_completed
+
+        items = list(items)
+        if not items:
+            return []
+        if isinstance(fn, functools.partial) and fn.args:
+            func, args, kwargs = fn.func, tuple(self._remote(a) for a in fn.args), dict(fn.keywords)
+        else:
+            func, args, kwargs = fn, (), {}
+        futures = [self.client.submit(_apply, func, args, kwargs, item, pure=False, retries=self.retries)
+                   for item in items]
+        index = {f.key: k for k, f in enumerate(futures)}
+        results: dict[int, Any] = {}
+        for f in as_completed(futures):
+            k = index[f.key]
+            results[k] = f.result()
+            if on_result:
+                on_result(k, results[k])
+        return [results[k] for k in range(len(items))]
+
+    def worker_pids(self) -> list[int]:
+        return sorted(self.client.run(os.getpid).values())
+
+    def describe(self) -> str:
+        where = self.client.scheduler.address if self.cluster is None else "LocalCluster on 127.0.0.1"
+        return f"dask ({self.workers} workers, {where})"
+
+    def close(self) -> None:
+        self._scattered.clear()
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def dask_available() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def open_executor(kind: str | None = None, *, workers: int = 1, scheduler: str | None = None,
+                  retries: int = 3) -> Executor:
+    """The executor a (kind, workers, scheduler) triple names.
+
+    ``auto`` (default; else ``$PMSOLVE_EXECUTOR``): Dask when a scheduler is given, serial for
+    one worker, else a local process pool (it starts in milliseconds; a LocalCluster takes
+    seconds). ``dask`` without a scheduler starts a LocalCluster of ``workers`` processes."""
+    kind = (kind or os.environ.get(ENV_VAR) or "auto").lower()
+    if kind not in KINDS:
+        raise ValidationError(f"unknown executor {kind!r}: choose one of {', '.join(KINDS)}")
+    if workers < 1:
+        raise ValidationError(f"--workers must be at least 1, got {workers}")
+    if scheduler and kind not in ("auto", "dask"):
+        raise ValidationError(f"--scheduler needs the dask executor, not {kind!r}")
+    if kind == "auto":
+        kind = "dask" if scheduler else ("serial" if workers == 1 else "pool")
+    if kind == "serial":
+        return SerialExecutor()
+    if kind == "pool":
+        return PoolExecutor(workers, retries)
+    return DaskExecutor(scheduler, workers, retries)
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: int = 1,
+                           workers_help: str = "parallel workers") -> None:
+    """``--workers N``, ``--scheduler tcp://HOST:PORT`` and ``--executor KIND``: the same flags on
+    every command that fans work out (read them back with :func:`executor_from_args`)."""
+    parser.add_argument("--workers", type=int, default=default_workers,
+                        help=f"{workers_help} (default {default_workers}; a local process pool, or with "
+                             f"--executor dask a Dask LocalCluster of that many processes)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="run the work on this Dask scheduler's workers (pip install 'pmsolve[dask]')")
+    parser.add_argument("--executor", choices=KINDS, default=None,
+                        help=f"serial, pool or dask (default: ${ENV_VAR} or auto: dask with --scheduler, "
+                             f"serial for 1 worker, else pool)")
+
+
+def executor_from_args(args: argparse.Namespace) -> Executor:
+    return open_executor(getattr(args, "executor", None), workers=getattr(args, "workers", 1) or 1,
+                         scheduler=getattr(args, "scheduler", None))
+
+
+def chunked(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """Contiguous parts of at most ``size`` items (order kept): the unit of a task."""
+    size = max(1, size)
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
