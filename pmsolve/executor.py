@@ -27,7 +27,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Sequence
 
@@ -219,11 +219,9 @@ class DaskExecutor(Executor):
 
 
 def dask_available() -> bool:
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
 
 
 def open_executor(kind: str | None = None, *, workers: int = 1, scheduler: str | None = None,
