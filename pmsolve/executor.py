@@ -190,7 +190,8 @@ class DaskExecutor(Executor):
         if not items:
             return []
         if isinstance(fn, functools.partial) and fn.args:
-            func, args, kwargs = fn.func, tuple(self._remote(a) for a in fn.args), dict(fn.keywords)
+            func, kwargs = fn.func, dict(fn.keywords)
+            args = tuple(a if isinstance(a, (int, float, str, bytes, type(None))) else self._remote(a) for a in fn.args)
         else:
             func, args, kwargs = fn, (), {}
         futures = [self.client.submit(_apply, func, args, kwargs, item, pure=False, retries=self.retries)

@@ -130,7 +130,9 @@ def load_state(folder: str | Path) -> State:
 
 class Campaign:
     def __init__(self, cfg: Config, folder: str | Path, a: Predictor, b: Predictor,
-                 universe: Universe | None = None, progress: Callable[[str], None] | None = None):
+                 universe: Universe | None = None, progress: Callable[[str], None] | None = None,
+                 executor: Any = None):
+        """``executor`` (:mod:`pmsolve.executor`): where predictor calls run; results do not depend on it."""
         self.folder = Path(folder)
         self.a, self.b = a, b
         self.progress = progress or (lambda msg: print(f"[anica] {msg}", file=sys.stderr, flush=True))
@@ -148,7 +150,7 @@ class Campaign:
         self.cfg = cfg
         self.state.finished = self.state.finished and self._done() is not None
         full = universe or build_universe(cfg)
-        self.ev = Evaluator(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers)
+        self.ev = Evaluator(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers, executor=executor)
         self._predicted0 = self.state.predicted
         if self.state.unsupported is None:
             self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []

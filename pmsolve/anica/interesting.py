@@ -45,11 +45,13 @@ class Criterion:
 
 class Evaluator:
     """Both predictors on batches of blocks, split in ``workers`` parts, in parallel (through
-    :func:`pmsolve.anica.predictors.predict_many`); answers memoised by block text."""
+    :func:`pmsolve.anica.predictors.predict_many`); answers memoised by block text. With an
+    ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its workers."""
 
-    def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2):
+    def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2, executor=None):
         self.a, self.b, self.criterion = a, b, criterion
-        self.workers = max(1, int(workers))
+        self.executor = executor
+        self.workers = max(1, int(workers), getattr(executor, "workers", 1))
         self._memo: dict[str, tuple[Prediction, Prediction]] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=2 * self.workers)
@@ -69,7 +71,7 @@ class Evaluator:
             from pmsolve.anica.predictors import predict_many
 
             got = predict_many([self.a, self.b], todo, workers=self.workers,
-                               chunk=max(1, min(64, math.ceil(len(todo) / self.workers))))
+                               chunk=max(1, min(64, math.ceil(len(todo) / self.workers))), executor=self.executor)
             pa, pb = got[self.a.name], got[self.b.name]
         elif todo:
             fa, fb = self._submit(self.a, todo), self._submit(self.b, todo)

@@ -7,16 +7,25 @@ callable that is not thread-safe). Predictors marked ``exclusive`` (the hardware
 others, alone, so nothing disturbs their measurements. Anything a predictor raises, and any
 answer of the wrong shape, becomes an error on the blocks of that chunk: a campaign goes on.
 Identical blocks (same :attr:`Block.key`) are predicted once.
+
+With an :class:`~pmsolve.executor.Executor` (process pool or Dask), the chunks of every
+predictor that can be pickled run on its workers instead; a cached predictor's misses are sent
+and each chunk's answers are written to the cache as soon as it comes back, so a worker lost
+mid-run costs only its unfinished chunks. Predictors that cannot travel (OSACA's own process
+pool, the hardware) stay in the calling process as above.
 """
 
 from __future__ import annotations
 
+import pickle
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, Predictor
+from pmsolve.anica.predictors.base import Prediction, Predictor, error_kind
 
 #: progress(predictor name, blocks done for it, its total)
 Progress = Callable[[str, int, int], None]
@@ -32,8 +41,62 @@ def _guarded(p: Predictor, chunk: Sequence[Block]) -> list[Prediction]:
     return answers
 
 
+def _portable(p: Any) -> bool:
+    """Whether a predictor can be sent to another process (cached: its inner predictor)."""
+    try:
+        pickle.dumps(getattr(p, "inner", p))
+    except Exception:  # noqa: BLE001 - locks, pools, open files: stays local
+        return False
+    return True
+
+
+def _remote_chunk(*args: Any) -> tuple[list[Prediction], float]:
+    """A task: ``args`` = the predictors, then (which predictor, its chunk of blocks); answers
+    and the seconds they took on the worker."""
+    which, part = args[-1]
+    t0 = time.monotonic()
+    return _guarded(args[which], part), time.monotonic() - t0
+
+
+def _run_remote(executor: Any, predictors: Sequence[Predictor], todo: list[Block], size: int,
+                results: dict[str, dict[str, Prediction]], progress: Progress | None) -> None:
+    """Every predictor's answers for ``todo`` through ``executor``, cached ones from and to their cache."""
+    inners, tasks, caches = [], [], []
+    for p in predictors:
+        cache = getattr(p, "cache", None) if hasattr(p, "inner") else None
+        miss = todo
+        if cache is not None:
+            known = cache.get(p.name, (b.key for b in todo))
+            known = {k: a for k, a in known.items() if error_kind(a.error) not in getattr(p, "retry", ())}
+            results[p.name].update(known)
+            miss = [b for b in todo if b.key not in known]
+            with p._lock:  # noqa: SLF001 - keep the wrapper's hit/miss counters right
+                p.hits += len(todo) - len(miss)
+                p.misses += len(miss)
+        k = len(inners)
+        inners.append(getattr(p, "inner", p))
+        caches.append(cache)
+        tasks += [(i // size, k, miss[i:i + size]) for i in range(0, len(miss), size)]
+    # interleave predictors so every tool makes progress from the start
+    tasks = [(k, part) for _, k, part in sorted(tasks, key=lambda t: t[:2])]
+    done = {p.name: len(results[p.name]) for p in predictors}
+
+    def store(idx: int, got: tuple[list[Prediction], float]) -> None:
+        (k, part), (answers, seconds) = tasks[idx], got
+        p = predictors[k]
+        if caches[k] is not None:
+            caches[k].put(p.name, list(zip(part, answers)), seconds)
+        results[p.name].update((b.key, a) for b, a in zip(part, answers))
+        done[p.name] += len(part)
+        if progress:
+            progress(p.name, done[p.name], len(todo))
+
+    executor.map(partial(_remote_chunk, *inners), tasks, on_result=store)
+
+
 def predict_many(predictors: Sequence[Predictor], blocks: Sequence[Block], *, workers: int = 2,
-                 chunk: int = 64, progress: Progress | None = None) -> dict[str, list[Prediction]]:
+                 chunk: int = 64, progress: Progress | None = None,
+                 executor: Any = None) -> dict[str, list[Prediction]]:
     """Every predictor's answer for every block: ``{predictor.name: [Prediction per block]}``."""
     unique: dict[str, Block] = {}
     for b in blocks:
@@ -58,12 +121,31 @@ def predict_many(predictors: Sequence[Predictor], blocks: Sequence[Block], *, wo
     parts = [todo[i:i + size] for i in range(0, len(todo), size)]
     shared = [p for p in predictors if not getattr(p, "exclusive", False)]
     alone = [p for p in predictors if getattr(p, "exclusive", False)]
+    if executor is not None and getattr(executor, "kind", "serial") != "serial" and todo:
+        remote = [p for p in shared if _portable(p)]
+        shared = [p for p in shared if not any(p is r for r in remote)]
+        failed: list[BaseException] = []
+
+        def far() -> None:
+            try:
+                _run_remote(executor, remote, todo, size, results, progress)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                failed.append(exc)
+
+        remote_thread = threading.Thread(target=far, name="pmsolve-remote-predict")
+        remote_thread.start()
+    else:
+        remote_thread = None
     if shared and parts:
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             # interleave predictors so every tool makes progress from the start
             jobs = [pool.submit(run, p, part) for part in parts for p in shared]
             for j in jobs:
                 j.result()
+    if remote_thread is not None:
+        remote_thread.join()
+        if failed:
+            raise failed[0]
     for p in alone:
         for part in parts:
             run(p, part)

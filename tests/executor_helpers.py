@@ -1,0 +1,31 @@
+"""Picklable helpers for tests/test_executor.py (importable by pool and Dask worker processes)."""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import anica_helpers as H
+from pmsolve.anica.block import Block
+from pmsolve.anica.predictors.base import Prediction
+
+
+def slow_square(x: int) -> int:
+    time.sleep(0.05)
+    return x * x
+
+
+class SlowPredictor:
+    """A genuine mapping predictor that takes ``delay`` seconds per call, so a test can kill a
+    worker while calls are in flight."""
+
+    def __init__(self, inner: H.MappingPredictor, delay: float):
+        self.inner, self.delay = inner, delay
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
+        time.sleep(self.delay)
+        return self.inner.predict(blocks)

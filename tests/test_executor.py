@@ -1,0 +1,156 @@
+"""pmsolve.executor: the same results on every backend, and no finished work lost with a worker.
+
+The Dask tests share one LocalCluster on loopback (2 single-threaded worker processes, ~2 s
+to start) and skip when Dask is not installed (CI installs it with ``.[all,test]``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import threading
+
+import pytest
+
+import anica_helpers as H
+import executor_helpers as X
+from pmsolve.anica.campaign import Campaign
+from pmsolve.anica.config import Config
+from pmsolve.anica.domain import AbstractBlock, Form, Universe
+from pmsolve.anica.predictors import CachedPredictor, predict_many
+from pmsolve.anica.sampler import Sampler, to_block
+from pmsolve.errors import ValidationError
+from pmsolve.executor import PoolExecutor, SerialExecutor, dask_available, open_executor
+from pmsolve.harness import SimulatedOracle
+from pmsolve.infer.pmevo import EvolutionConfig, infer
+from pmsolve.isa import load_catalogue
+from pmsolve.model import PortMapping
+
+needs_dask = pytest.mark.skipif(not dask_available(), reason="dask[distributed] is not installed")
+
+TRUTH = PortMapping(["0", "1", "2", "3"], {
+    "add": [(("0", "1", "2"), 1)], "mul": [(("1",), 1)], "load": [(("3",), 1)],
+    "store": [(("2",), 1), (("3",), 1)], "fma": [(("0", "1"), 2)], "div": [(("0",), 3)]})
+UOPS = {"add_r64_r64": 1, "add_m64_r64": 4, "bsf_r64_r64": 6, "bsr_r64_r64": 6, "bsf_r32_r32": 6,
+        "imul_r64_r64": 1, "mov_r64_m64": 1, "mov_m64_r64": 1}
+
+
+@pytest.fixture(scope="module")
+def universe() -> Universe:
+    cat = load_catalogue()
+    return Universe([Form(cat[n]) for n in H.SCHEMES if n in cat], UOPS)
+
+
+@pytest.fixture(scope="module")
+def dask_ex():
+    if not dask_available():
+        pytest.skip("dask[distributed] is not installed")
+    ex = open_executor("dask", workers=2)
+    yield ex
+    ex.close()
+
+
+def test_open_executor_choices_and_errors():
+    assert isinstance(open_executor(workers=1), SerialExecutor)
+    with open_executor(workers=2) as ex:
+        assert isinstance(ex, PoolExecutor)
+    with pytest.raises(ValidationError, match="unknown executor"):
+        open_executor("threads")
+    with pytest.raises(ValidationError, match="needs the dask executor"):
+        open_executor("pool", workers=2, scheduler="tcp://127.0.0.1:1")
+    with pytest.raises(ValidationError, match="at least 1"):
+        open_executor(workers=0)
+
+
+def test_pool_streams_results_and_survives_a_killed_worker():
+    """A worker killed mid-run: the pool is replaced, finished results are kept, the run completes."""
+    items = list(range(40))
+    seen: dict[int, int] = {}
+    killed: list[int] = []
+    with PoolExecutor(2) as ex:
+        def on_result(k: int, r: int) -> None:
+            seen[k] = r
+            if len(seen) == 5 and not killed:
+                killed.append(ex.worker_pids()[0])
+                os.kill(killed[0], signal.SIGKILL)
+        out = ex.map(X.slow_square, items, on_result=on_result)
+    assert killed and out == [x * x for x in items]
+    assert seen == dict(enumerate(out))  # every result streamed once, finished ones not redone
+
+
+# --------------------------------------------------------------------------- same results
+
+def _anica_cfg() -> Config:
+    return Config(a="factory:anica_helpers:base", b="factory:anica_helpers:slow_bsf", uops="none",
+                  samples=12, chunk=6, orders=2, batch=10, block_size=3, max_discoveries=3,
+                  max_seconds=300, max_samples=25, seed=5, workers=2)
+
+
+def _campaign(universe, folder, executor):
+    cache = folder / "predictions.sqlite"
+    camp = Campaign(_anica_cfg(), folder, CachedPredictor(H.base(), cache), CachedPredictor(H.slow_bsf(), cache),
+                    universe=universe, progress=lambda m: None, executor=executor)
+    try:
+        st = camp.run()
+    finally:
+        camp.ev.close()
+    with sqlite3.connect(cache) as db:
+        rows = db.execute("SELECT predictor, block, cycles, error FROM predictions ORDER BY 1, 2").fetchall()
+    return [d.to_json() for d in st.discoveries], st.kept, rows
+
+
+@needs_dask
+def test_serial_pool_and_dask_give_identical_pmevo_and_anica_results(universe, tmp_path, dask_ex):
+    cfg = EvolutionConfig(population=60, generations=6, seed=9, port_sweeps=1)
+    runs = {}
+    with PoolExecutor(2) as pool:
+        for name, ex in (("serial", SerialExecutor()), ("pool", pool), ("dask", dask_ex)):
+            r = infer(SimulatedOracle(TRUTH), 4, cfg, map_fn=ex)
+            runs[name] = (r.mapping.uops, r.d_avg, r.volume, r.evolution.evaluations,
+                          [h.get("best_d") for h in r.evolution.history])
+            (tmp_path / name).mkdir()
+            runs[name] += _campaign(universe, tmp_path / name, ex)
+    assert runs["serial"][5] and runs["serial"][7]  # discoveries and stored predictions exist
+    assert runs["pool"] == runs["serial"]
+    assert runs["dask"] == runs["serial"]
+
+
+# --------------------------------------------------------------------------- a lost worker
+
+@needs_dask
+def test_killed_dask_worker_loses_no_stored_prediction(universe, tmp_path, dask_ex):
+    smp, rng = Sampler(universe), random.Random(3)
+    blocks = []
+    while len(blocks) < 160:
+        c = smp.sample(AbstractBlock.top(rng.randint(1, 3)), rng)
+        if c is not None:
+            blocks.append(to_block(universe, c))
+    want = predict_many([H.base(), H.slow_bsf()], blocks, workers=1)
+    n_unique = len({b.key for b in blocks})
+    cache = tmp_path / "predictions.sqlite"
+    preds = [CachedPredictor(X.SlowPredictor(H.base(), 0.15), cache),
+             CachedPredictor(X.SlowPredictor(H.slow_bsf(), 0.15), cache)]
+    before: dict = {}
+    lock = threading.Lock()
+
+    def progress(name: str, done: int, total: int) -> None:
+        with lock:
+            if before:
+                return
+            with sqlite3.connect(cache) as db:  # what is stored when the worker dies
+                before.update(db.execute("SELECT predictor || block, created FROM predictions").fetchall())
+            os.kill(dask_ex.worker_pids()[0], signal.SIGKILL)
+
+    got = predict_many(preds, blocks, chunk=8, executor=dask_ex, progress=progress)
+    assert got == want
+    with sqlite3.connect(cache) as db:
+        after = dict(db.execute("SELECT predictor || block, created FROM predictions").fetchall())
+    assert 0 < len(before) < 2 * n_unique == len(after)
+    assert all(after[k] == t for k, t in before.items())  # kept, not predicted again
+    # a second run is answered from the store alone
+    again = [CachedPredictor(X.SlowPredictor(H.base(), 0.15), cache),
+             CachedPredictor(X.SlowPredictor(H.slow_bsf(), 0.15), cache)]
+    assert predict_many(again, blocks, executor=dask_ex) == want
+    assert all(p.misses == 0 and p.hits == n_unique for p in again)
