@@ -212,9 +212,17 @@ def batch_inverse_throughput(pairs: Sequence[tuple[PortMapping, Experiment]],
     return MaskBatch.compile(pairs).evaluate(r_max)
 
 
-def evaluate_many(mapping: PortMapping, experiments: Sequence[Experiment], r_max: RMax = None) -> np.ndarray:
-    """Inverse throughputs of many experiments under one mapping (float64)."""
-    return batch_inverse_throughput([(mapping, e) for e in experiments], r_max)
+def evaluate_many(mapping: PortMapping, experiments: Sequence[Experiment], r_max: RMax = None, *,
+                  executor=None, chunk: int = 20_000) -> np.ndarray:
+    """Inverse throughputs of many experiments under one mapping (float64). With an
+    ``executor`` (:mod:`pmsolve.executor`), parts of ``chunk`` experiments run on its workers;
+    the answer is the same array."""
+    if executor is None or getattr(executor, "kind", "serial") == "serial" or len(experiments) <= chunk:
+        return batch_inverse_throughput([(mapping, e) for e in experiments], r_max)
+    from functools import partial
+
+    parts = [list(experiments[i:i + chunk]) for i in range(0, len(experiments), chunk)]
+    return np.concatenate(executor.map(partial(evaluate_many, mapping, r_max=r_max), parts))
 
 
 # --------------------------------------------------------------------------- LP route

@@ -26,7 +26,8 @@ from pmsolve.executor import PoolExecutor, SerialExecutor, dask_available, open_
 from pmsolve.harness import SimulatedOracle
 from pmsolve.infer.pmevo import EvolutionConfig, infer
 from pmsolve.isa import load_catalogue
-from pmsolve.model import PortMapping
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import evaluate_many
 
 needs_dask = pytest.mark.skipif(not dask_available(), reason="dask[distributed] is not installed")
 
@@ -82,6 +83,17 @@ def test_pool_streams_results_and_survives_a_killed_worker():
 
 # --------------------------------------------------------------------------- same results
 
+def _experiments(n: int) -> list[Experiment]:
+    rng = random.Random(1)
+    return [Experiment([rng.choice(TRUTH.instructions) for _ in range(rng.randint(1, 5))]) for _ in range(n)]
+
+
+def test_batch_throughput_on_a_pool_is_the_serial_array():
+    exps = _experiments(2_000)
+    with PoolExecutor(2) as ex:
+        got = evaluate_many(TRUTH, exps, 4, executor=ex, chunk=300)
+    assert got.tolist() == evaluate_many(TRUTH, exps, 4).tolist()
+
 def _anica_cfg() -> Config:
     return Config(a="factory:anica_helpers:base", b="factory:anica_helpers:slow_bsf", uops="none",
                   samples=12, chunk=6, orders=2, batch=10, block_size=3, max_discoveries=3,
@@ -112,6 +124,8 @@ def test_serial_pool_and_dask_give_identical_pmevo_and_anica_results(universe, t
                           [h.get("best_d") for h in r.evolution.history])
             (tmp_path / name).mkdir()
             runs[name] += _campaign(universe, tmp_path / name, ex)
+    exps = _experiments(1_000)
+    assert evaluate_many(TRUTH, exps, executor=dask_ex, chunk=150).tolist() == evaluate_many(TRUTH, exps).tolist()
     assert runs["serial"][5] and runs["serial"][7]  # discoveries and stored predictions exist
     assert runs["pool"] == runs["serial"]
     assert runs["dask"] == runs["serial"]
