@@ -159,7 +159,7 @@ class DaskExecutor(Executor):
         self.cluster = None
         if scheduler:
             try:
-                self.client = Client(scheduler, timeout=30)
+                self.client = Client(scheduler, timeout=10)
             except OSError as exc:
                 raise PmsolveError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
             self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
@@ -248,13 +248,15 @@ def open_executor(kind: str | None = None, *, workers: int = 1, scheduler: str |
     return DaskExecutor(scheduler, workers, retries)
 
 
-def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: int = 1,
+def add_executor_arguments(parser: argparse.ArgumentParser, *, workers: bool = True, default_workers: int = 1,
                            workers_help: str = "parallel workers") -> None:
     """``--workers N``, ``--scheduler tcp://HOST:PORT`` and ``--executor KIND``: the same flags on
-    every command that fans work out (read them back with :func:`executor_from_args`)."""
-    parser.add_argument("--workers", type=int, default=default_workers,
-                        help=f"{workers_help} (default {default_workers}; a local process pool, or with "
-                             f"--executor dask a Dask LocalCluster of that many processes)")
+    every command that fans work out (read them back with :func:`executor_from_args`).
+    ``workers=False`` for a command that already has its own ``--workers``."""
+    if workers:
+        parser.add_argument("--workers", type=int, default=default_workers,
+                            help=f"{workers_help} (default {default_workers}; a local process pool, or with "
+                                 f"--executor dask a Dask LocalCluster of that many processes)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="run the work on this Dask scheduler's workers (pip install 'pmsolve[dask]')")
     parser.add_argument("--executor", choices=KINDS, default=None,
@@ -262,9 +264,15 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: 
                              f"serial for 1 worker, else pool)")
 
 
-def executor_from_args(args: argparse.Namespace) -> Executor:
-    return open_executor(getattr(args, "executor", None), workers=getattr(args, "workers", 1) or 1,
-                         scheduler=getattr(args, "scheduler", None))
+def executor_from_args(args: argparse.Namespace, *, workers: int | None = None,
+                       optional: bool = False) -> Executor | None:
+    """The executor the flags name. ``optional``: None unless ``--executor``, ``--scheduler`` or
+    ``$PMSOLVE_EXECUTOR`` asks for one (for commands whose default is their own threads)."""
+    kind, scheduler = getattr(args, "executor", None), getattr(args, "scheduler", None)
+    if optional and not (kind or scheduler or os.environ.get(ENV_VAR)):
+        return None
+    n = workers if workers is not None else (getattr(args, "workers", None) or 1)
+    return open_executor(kind, workers=n, scheduler=scheduler)
 
 
 def chunked(items: Sequence[Any], size: int) -> list[list[Any]]:

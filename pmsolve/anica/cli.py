@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.executor import add_executor_arguments, executor_from_args
 
 
 def _config(args: argparse.Namespace):
@@ -31,11 +32,17 @@ def cmd_discover(args: argparse.Namespace) -> int:
     cfg = _config(args)
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args))
+    ex = executor_from_args(args, workers=cfg.workers, optional=True)
     try:
-        st = camp.run()
+        camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args),
+                        executor=ex)
+        try:
+            st = camp.run()
+        finally:
+            camp.ev.close()
     finally:
-        camp.ev.close()
+        if ex is not None:
+            ex.close()
     html_path, json_path = report.write(st, camp.u, args.out)
     summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
                "interesting": st.interesting, "seconds": round(st.elapsed, 1),
@@ -50,13 +57,23 @@ def cmd_discover(args: argparse.Namespace) -> int:
 def cmd_generalize(args: argparse.Namespace) -> int:
     from pmsolve.anica.adapters import open_any
     from pmsolve.anica.campaign import Campaign
-    from pmsolve.anica.domain import AbstractBlock, Concrete
-    from pmsolve.anica.sampler import to_block
 
     cfg = _config(args)
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args))
+    ex = executor_from_args(args, workers=cfg.workers, optional=True)
+    try:
+        return _generalize(args, cfg, Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache),
+                                               progress=_progress(args), executor=ex))
+    finally:
+        if ex is not None:
+            ex.close()
+
+
+def _generalize(args: argparse.Namespace, cfg, camp) -> int:
+    from pmsolve.anica.domain import AbstractBlock, Concrete
+    from pmsolve.anica.sampler import to_block
+
     u = camp.u
     rng = random.Random(cfg.seed)
     if args.concrete:
@@ -121,6 +138,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
     p.add_argument("--seed", type=int)
     p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
+    add_executor_arguments(p, workers=False)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 

@@ -48,9 +48,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if not args.json and total > 200:
             print(f"\rpmsolve: {sum(done.values())}/{total} predictions", end="", file=sys.stderr, flush=True)
 
+    from pmsolve.executor import executor_from_args
+
+    ex = executor_from_args(args, optional=True)
     try:
-        out = predict_many(predictors, blocks, workers=args.workers, progress=progress)
+        out = predict_many(predictors, blocks, workers=args.workers, progress=progress, executor=ex)
     finally:
+        if ex is not None:
+            ex.close()
         for p in predictors:
             close = getattr(p, "close", None)
             if close:
@@ -97,6 +102,8 @@ def add_commands(sub) -> None:
     p.add_argument("-p", "--predictor", action="append", required=True, help="a predictor spec (repeatable)")
     p.add_argument("--cache", help="SQLite file caching predictions across runs")
     p.add_argument("--workers", type=int, default=2, help="threads running predictor calls (default 2)")
+    from pmsolve.executor import add_executor_arguments
+    add_executor_arguments(p, workers=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_predict)
 
