@@ -26,6 +26,7 @@ with three other engineers, load 5-11 on 2 cores, so wall times are pessimistic)
     F2 population 200, memetic every 2 (top 3), 6 final sweeps, 1 worker, 20 min evolution:
                                         MAPE 5.67 %  Pearson 0.989  τ 0.913  25.8 min
     F3 as F2 with 2 workers, memetic top 4:  MAPE 5.75 %  Pearson 0.989  τ 0.912  21.3 min
+    F4 population 150, memetic every generation, 1 worker, 19 min:  MAPE 7.70 %  τ 0.885  19.7 min
   So the ≤ 5 % goal is not reached: F2 and F3 stall at the same local optimum (training error
   4.9 % from generation ~20 on; memetic search on the best individuals finds no further move).
   Structure (F2, after the best port renaming): same total µop count 56/300, identical
