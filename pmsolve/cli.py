@@ -245,12 +245,18 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
 
     oracle = open_oracle(args.oracle)
-    given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight")
+    given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight", "init_uops")
              if getattr(args, k) is not None}
     config = EvolutionConfig(seed=args.seed, mutation=args.mutation, local_search=args.local_search,
-                             patience=args.patience, **given)
+                             patience=args.patience, port_sweeps=args.port_sweeps, port_top=args.port_top,
+                             memetic_every=args.memetic_every,
+                             time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **given)
+    lo, _, hi = args.training_sizes.partition("-")
+    if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)):
+        raise ValidationError(f"--training-sizes must look like MIN-MAX (e.g. 3-5), got {args.training_sizes!r}")
     result = infer(oracle, args.ports, config, epsilon=args.epsilon, r_max=args.r_max, workers=args.workers,
-                   checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress)
+                   checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress,
+                   training=args.training, training_sizes=(int(lo), int(hi)))
     if args.out:
         save_mapping(result.mapping, args.out, args.to)
     if args.json:
@@ -536,6 +542,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight of the normalised µop volume against the normalised error (default 0.01; the paper: 1)")
     p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (default: all)")
     p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
+    g = p.add_argument_group("extensions beyond the paper (off by default; see the README's PMEvo figures)")
+    g.add_argument("--training", type=int, default=0, metavar="N",
+                   help="also fit N random experiments (seeded apart from any evaluation set)")
+    g.add_argument("--training-sizes", default="3-5", metavar="MIN-MAX", help="their length in schemes (default 3-5)")
+    g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings")
+    g.add_argument("--memetic-every", type=int, default=0, metavar="K",
+                   help="port-set local search on the best individuals every K generations")
+    g.add_argument("--port-sweeps", type=int, default=0, help="passes of port-set search at the end")
+    g.add_argument("--port-top", type=int, default=2, help="how many of the best mappings port-set search polishes")
+    g.add_argument("--evolve-minutes", type=float, help="stop evolving after this long (then local search)")
     p.add_argument("-o", "--out", help="write the inferred mapping here")
     p.add_argument("--to", choices=MAPPING_FORMATS, default="pmsolve", help="format of --out (default: pmsolve)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -3,10 +3,12 @@ formula, local search, recovery of small ground truths, determinism and checkpoi
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import numpy as np
+
 import pytest
 
 from pmsolve.errors import PmsolveError, ValidationError
@@ -219,6 +221,14 @@ def test_cli_infer_pmevo(tmp_path, capsys):
     rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
                "--generations", "2", "--json", "--quiet"])
     assert rc == 0 and '"d_avg"' in capsys.readouterr().out
+    base = ["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
+            "--generations", "2", "--json", "--quiet"]
+    assert main(base) == 0
+    plain = json.loads(capsys.readouterr().out)["experiments"]
+    assert main(base + ["--training", "25", "--init-uops", "1", "--memetic-every", "1", "--port-sweeps", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["experiments"] > plain   # the training rows are in the fitness
+    assert main(base + ["--training-sizes", "4-2"]) == 2
+    assert "MIN-MAX" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["bogus", "simulated:/nonexistent.json", "telepathy:x"])
