@@ -14,6 +14,7 @@ skipped, so the grid can be run in the background, interrupted and continued:
     python benchmarks/cegis.py --table41 --log t41.jsonl                # three-level rows
     python benchmarks/cegis.py --summary --log cegis_grid.jsonl         # just print the table
     python benchmarks/cegis.py --points 6x10 --lever symmetry=0 --log levers.jsonl
+    python benchmarks/cegis.py --points 4x8 --workers 2 --log g.jsonl   # runs on a pool (or --scheduler)
 
 The table lists median [min–max] seconds and added experiments per point next to the
 dissertation's figures (i9-10900K, single thread; read off Fig. 4.6 / Table 4.1 text).
@@ -54,6 +55,7 @@ from fractions import Fraction
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pmsolve.errors import PmsolveError
+from pmsolve.executor import add_executor_arguments, executor_from_args
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.metrics import pearson
@@ -122,6 +124,14 @@ def run_one(key: str, truth: PortMapping, run: int, lever: dict, uops: dict | No
             "equivalents": len(res.equivalent), "checks": res.stats.get("solver_checks")}
 
 
+def run_job(job: tuple) -> dict:
+    """One independent run (a task for the executor): the row for the log."""
+    key, truth, run, lever, counts, g = job
+    row = run_one(key, truth, run, lever, counts)
+    row.update(truth=g, run=run)
+    return row
+
+
 def summarize(rows: list[dict], keys: list[str], paper: dict, use_cpu: bool = False) -> None:
     """Median [min–max] wall-clock seconds per point (CPU seconds of the process with use_cpu:
     fairer on a shared machine; z3 runs in-process, so it is all of the work)."""
@@ -158,6 +168,7 @@ def main() -> int:
     ap.add_argument("--log", default="cegis_bench.jsonl", help="JSON lines, one per finished run (resumable)")
     ap.add_argument("--summary", action="store_true", help="only print the table from --log")
     ap.add_argument("--cpu", action="store_true", help="report process CPU seconds instead of wall-clock")
+    add_executor_arguments(ap, workers_help="independent runs at once (timings then include contention)")
     args = ap.parse_args()
     lever = parse_lever(args.lever)
     tag = ("|" + ",".join(args.lever)) if args.lever else ""
@@ -175,22 +186,25 @@ def main() -> int:
     keys = [name + tag for name, *_ in points]
     if not args.summary:
         seen = {(r["key"], r["truth"], r["run"]) for r in done}
+        jobs = []
         for name, k, n, uops in points:
             for g in range(args.truths):
                 truth = ground_truth(k, n, g, uops)
                 counts = {i: len(truth.uops_of(i)) for i in truth.instructions} if uops else None
                 if uops:  # equal port sets merge into one µop with count 2: keep the count per insn
                     counts = {i: sum(u.count for u in truth.uops_of(i)) for i in truth.instructions}
-                for run in range(args.runs):
-                    if (name + tag, g, run) in seen:
-                        continue
-                    row = run_one(name + tag, truth, run, lever, counts)
-                    row.update(truth=g, run=run)
-                    done.append(row)
-                    with open(args.log, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(f"{name + tag} truth {g} run {run}: {row['seconds']:.1f}s, {row['status']}, "
-                          f"+{row['added']} experiments, Pearson {row['pearson']:.4f}", file=sys.stderr, flush=True)
+                jobs += [(name + tag, truth, run, lever, counts, g) for run in range(args.runs)
+                         if (name + tag, g, run) not in seen]
+
+        def finished(k: int, row: dict) -> None:  # in this process, as each run returns
+            done.append(row)
+            with open(args.log, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(f"{row['key']} truth {row['truth']} run {row['run']}: {row['seconds']:.1f}s, {row['status']}, "
+                  f"+{row['added']} experiments, Pearson {row['pearson']:.4f}", file=sys.stderr, flush=True)
+
+        with executor_from_args(args) as ex:
+            ex.map(run_job, jobs, on_result=finished)
     summarize(done, keys, paper, args.cpu)
     return 0
 
