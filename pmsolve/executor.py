@@ -22,6 +22,8 @@ replaces a broken pool and resubmits what had not finished.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import functools
 import multiprocessing
 import os
@@ -29,7 +31,7 @@ import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pmsolve.errors import PmsolveError, ValidationError
 
@@ -281,6 +283,40 @@ def executor_from_args(args: argparse.Namespace, *, workers: int | None = None,
         return None
     n = workers if workers is not None else (getattr(args, "workers", None) or 1)
     return open_executor(kind, workers=n, scheduler=scheduler)
+
+
+_CURRENT: contextvars.ContextVar[Executor | None] = contextvars.ContextVar("pmsolve_executor", default=None)
+
+
+@contextlib.contextmanager
+def use_executor(executor: Executor) -> Iterator[Executor]:
+    """Make ``executor`` the ambient one (:func:`current_executor`) inside the block: how a
+    command's ``--scheduler`` reaches library code that was not handed an executor."""
+    token = _CURRENT.set(executor)
+    try:
+        yield executor
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_executor() -> Executor | None:
+    return _CURRENT.get()
+
+
+def extend_command(parser: argparse.ArgumentParser) -> None:
+    """Give an existing command that has its own ``--workers`` the ``--scheduler``/``--executor``
+    flags: when asked for, its handler runs with that executor ambient (:func:`use_executor`)."""
+    add_executor_arguments(parser, workers=False)
+    inner = parser.get_default("func")
+
+    def run(args: argparse.Namespace) -> int:
+        ex = executor_from_args(args, optional=True)
+        if ex is None:
+            return inner(args)
+        with ex, use_executor(ex):
+            return inner(args)
+
+    parser.set_defaults(func=run)
 
 
 def chunked(items: Sequence[Any], size: int) -> list[list[Any]]:
