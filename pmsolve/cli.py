@@ -589,6 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_infer_cegis)
     # further inference algorithms register here: module.add_commands(infer_sub)
+    from pmsolve.executor import extend_command as _with_executor
+    _with_executor(infer_sub.choices["pmevo"])  # --scheduler/--executor for PMEvo's fitness
     from pmsolve.infer.explain import cli as _explain_cli
     _explain_cli.add_commands(infer_sub)
 
