@@ -39,7 +39,7 @@ from pmsolve.anica.sampler import Sampler, to_block  # noqa: E402
 from pmsolve.executor import dask_available, open_executor  # noqa: E402
 from pmsolve.harness import SimulatedOracle  # noqa: E402
 from pmsolve.infer.pmevo.fitness import evaluate_chunk  # noqa: E402
-from pmsolve.infer.pmevo.operators import random_genome  # noqa: E402
+from pmsolve.infer.pmevo.operators import random_genome, recombine  # noqa: E402
 from pmsolve.infer.pmevo.parallel import chunks  # noqa: E402
 from pmsolve.infer.pmevo.pipeline import build_evaluator, measure_all  # noqa: E402
 from pmsolve.isa import load_catalogue  # noqa: E402
@@ -117,6 +117,18 @@ def main() -> int:
         t0 = time.perf_counter()
         fn(genomes)
         serial = time.perf_counter() - t0
+        # what stays on the client per individual: recombination, and shipping genomes out
+        rng = random.Random(1)
+        t0 = time.perf_counter()
+        for k in range(0, len(genomes) - 1, 2):
+            recombine(rng, genomes[k], genomes[k + 1])
+        t_mate = (time.perf_counter() - t0) / len(genomes)
+        t0 = time.perf_counter()
+        pickle.loads(pickle.dumps(genomes))
+        t_ship = (time.perf_counter() - t0) / len(genomes)
+        out["pmevo"].update(client_ms_per_individual={"recombine": t_mate * 1e3, "pickle_roundtrip": t_ship * 1e3})
+        print(f"  client side per individual: recombination {t_mate * 1e3:.3f} ms, pickle round trip "
+              f"{t_ship * 1e3:.3f} ms", file=sys.stderr)
         out["pmevo"]["in-process"] = {"1": len(genomes) / serial}
         for kind in backends:
             rates = {}
@@ -159,12 +171,16 @@ def main() -> int:
         return 0
     print(f"\n{out['cpus']} CPUs; load average {out['load_start']} at start, {out['load_end']} at end (1/5/15 min)")
     for part, unit in (("pmevo", "individuals/s"), ("anica", "predictions/s")):
-        rows = {k: v for k, v in out[part].items() if isinstance(v, dict)}
+        rows = {k: v for k, v in out[part].items() if isinstance(v, dict) and "1" in v}
         if not rows:
             continue
         print(f"\n{part}: {unit}" + (f"  ({out['pmevo']['experiments']} experiments per individual, "
                                       f"{out['pmevo']['genome_bytes']} bytes per pickled genome)" if part == "pmevo" else
                                       "  (llvm-mca znver3 + znver1, 4-instruction blocks)"))
+        if part == "pmevo":
+            c = out["pmevo"]["client_ms_per_individual"]
+            print(f"  client side per individual: recombination {c['recombine']:.3f} ms, "
+                  f"pickle round trip {c['pickle_roundtrip']:.3f} ms")
         print(f"  {'backend':<12} {'1 worker':>12} {'2 workers':>12} {'2/1':>7}   per item, 1 worker")
         for k, v in rows.items():
             two = v.get("2")
