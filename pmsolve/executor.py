@@ -210,7 +210,15 @@ class DaskExecutor(Executor):
         results: dict[int, Any] = {}
         for f in as_completed(futures):
             k = index[f.key]
-            results[k] = f.result()
+            try:
+                results[k] = f.result()
+            except Exception as exc:
+                if type(exc).__name__ != "KilledWorker":
+                    raise
+                for g in futures:
+                    g.cancel()
+                raise PmsolveError(f"dask: task {k + 1} of {len(items)} killed its worker {self.retries + 1} times "
+                                   f"or more ({exc}); {len(results)} finished results were kept") from None
             if on_result:
                 on_result(k, results[k])
         return [results[k] for k in range(len(items))]
