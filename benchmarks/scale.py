@@ -16,7 +16,21 @@ the bytes a PMEvo genome costs to ship, and the load average (this 2-core VM is 
     python benchmarks/scale.py                       # defaults: 150 schemes, population 4000, 800 blocks
     python benchmarks/scale.py --insns 300 --population 2000 --json
 
-Measured 2026-11-22 (see the report of issue 10 / README "Scaling out"): figures in the README.
+Measured 2026-11-22 on the shared 2-core Zen 3 VM, ``--population 1500 --reps 2``, load average
+0.5-1.8 during the run (another engineer's jobs came and went):
+
+    PMEvo (150 schemes, 20,642 experiments)  1 worker  2 workers  2/1   per individual
+      pool                                     44/s       90/s     2.05   22.7 ms
+      Dask LocalCluster                        39/s       66/s     1.70   25.8 ms (client + scheduler share the 2 cores)
+      client side per individual: recombination 0.57 ms, pickle round trip 0.21 ms; 4.5 kB per genome
+    AnICA (llvm-mca znver3 + znver1)          1 worker  2 workers  2/1   per prediction
+      threads (default path)                  869/s    1,748/s    2.01    1.15 ms
+      pool                                    709/s    1,489/s    2.10    1.41 ms
+      Dask LocalCluster                       708/s    1,431/s    2.02    1.41 ms
+
+An earlier run at load 2.2-3.0 (two other processes at 100 % on the 2 cores) measured PMEvo
+pool 43 -> 44/s (1.01) and Dask 40 -> 53/s (1.32): on a busy machine the second worker has no
+core to run on.
 """
 
 from __future__ import annotations
