@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from typing import Sequence
 
@@ -29,3 +31,19 @@ class SlowPredictor:
     def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
         time.sleep(self.delay)
         return self.inner.predict(blocks)
+
+
+class PidPredictor:
+    """Answers with the id of the process that predicted (to see where work ran); a lock in it
+    (``local=True``) makes it unpicklable, like OSACA's predictor with its worker pool."""
+
+    def __init__(self, name: str, local: bool = False):
+        self._name = name
+        self.lock = threading.Lock() if local else None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
+        return [Prediction(float(os.getpid())) for _ in blocks]

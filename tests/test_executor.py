@@ -98,6 +98,17 @@ def test_pool_streams_results_and_survives_a_killed_worker():
     assert seen == dict(enumerate(out))  # every result streamed once, finished ones not redone
 
 
+def test_picklable_predictors_run_on_the_pool_others_on_the_client(universe):
+    smp, rng = Sampler(universe), random.Random(0)
+    blocks = [to_block(universe, c) for c in (smp.sample(AbstractBlock.top(2), rng) for _ in range(40)) if c]
+    with PoolExecutor(2) as ex:
+        got = predict_many([X.PidPredictor("far"), X.PidPredictor("near", local=True)], blocks, chunk=5,
+                           executor=ex)
+        pids = set(ex.worker_pids())
+    assert {p.cycles for p in got["far"]} <= {float(p) for p in pids}
+    assert {p.cycles for p in got["near"]} == {float(os.getpid())}
+
+
 # --------------------------------------------------------------------------- same results
 
 def _experiments(n: int) -> list[Experiment]:
