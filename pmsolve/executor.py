@@ -190,7 +190,10 @@ class DaskExecutor(Executor):
             hit = self._scattered.get(id(obj))
             if hit is None or hit[0] is not obj:
                 hit = (obj, self.client.scatter(obj, broadcast=True, hash=False))
+                self._scattered.pop(id(obj), None)
                 self._scattered[id(obj)] = hit
+                while len(self._scattered) > 32:  # release the oldest (per-call arguments)
+                    self._scattered.pop(next(iter(self._scattered)))
             return hit[1]
 
     def map(self, fn, items, *, on_result=None):
