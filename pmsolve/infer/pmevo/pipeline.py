@@ -205,7 +205,8 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
 
     ``instructions`` defaults to every scheme the oracle knows. ``r_max`` caps the model's
     rate (instructions per cycle) like the machine's front end. ``map_fn`` replaces the local
-    pool of ``workers`` processes (e.g. a distributed engine's map). ``checkpoint`` is a folder
+    pool of ``workers`` processes (e.g. a :class:`pmsolve.executor.Executor`; without it, the
+    ambient executor of :func:`pmsolve.executor.use_executor`, if any). ``checkpoint`` is a folder
     for measurements and per-generation state; rerunning with the same folder resumes.
     ``training`` > 0 adds that many random experiments of ``training_sizes`` schemes to the
     fitness (an extension; the paper uses singletons, pairs and ratio pairs only), drawn with
@@ -236,9 +237,15 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
         fit.update((merge_to_representatives(e, rep_of), t) for e, t in extra.items())
     evaluator = build_evaluator(n_ports, reps, fit, r_max, max_width=max(2, training_sizes[1] if training else 2))
     single = [measured[Experiment({r: 1})] for r in reps]
+    if map_fn is None:  # a command's --scheduler/--executor (pmsolve.executor.use_executor)
+        from pmsolve.executor import current_executor
+
+        map_fn = current_executor()
     n_chunks = 4 * workers if workers > 1 else 1
+    if map_fn is not None:
+        n_chunks = max(8, 4 * getattr(map_fn, "workers", 2))
     with local_map(workers if map_fn is None else 1) as pool_map:
-        evo = Evolution(evaluator, single, config, map_fn or pool_map, n_chunks=n_chunks if map_fn is None else 8,
+        evo = Evolution(evaluator, single, config, map_fn or pool_map, n_chunks=n_chunks,
                         checkpoint=folder, progress=progress)
         result = evo.run()
     ports = [str(p) for p in range(n_ports)]
