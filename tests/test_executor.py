@@ -82,6 +82,26 @@ def test_extend_command_makes_the_asked_executor_ambient():
     assert current_executor() is None
 
 
+class CountingExecutor(SerialExecutor):
+    def __init__(self):
+        self.calls = 0
+
+    def map(self, fn, items, *, on_result=None):
+        self.calls += 1
+        return super().map(fn, items, on_result=on_result)
+
+
+def test_pmevo_uses_the_ambient_executor():
+    from pmsolve.executor import use_executor
+
+    cfg = EvolutionConfig(population=20, generations=2, seed=1)
+    plain = infer(SimulatedOracle(TRUTH), 4, cfg)
+    ex = CountingExecutor()
+    with use_executor(ex):
+        got = infer(SimulatedOracle(TRUTH), 4, cfg)
+    assert ex.calls >= 3 and got.mapping.uops == plain.mapping.uops
+
+
 def test_pool_streams_results_and_survives_a_killed_worker():
     """A worker killed mid-run: the pool is replaced, finished results are kept, the run completes."""
     items = list(range(40))
