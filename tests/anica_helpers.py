@@ -18,6 +18,18 @@ SCHEMES = ["add_r64_r64", "add_r64_i8", "sub_r64_r64", "adc_r64_r64", "add_m64_r
            "mov_m64_r64", "imul_r64_r64", "shl_r64_cl", "bsf_r64_r64", "bsr_r64_r64", "bsf_r32_r32",
            "vaddpd_ymm_ymm_ymm", "vmulpd_ymm_ymm_ymm", "lea_r64_m", "popcnt_r64_r64"]
 PORTS = ["0", "1", "2", "3", "L", "S", "F0", "F1"]
+#: µop counts for the domain's log-size feature (the rest count as one µop)
+UOPS = {"add_r64_r64": 1, "add_m64_r64": 4, "bsf_r64_r64": 6, "bsr_r64_r64": 6, "bsf_r32_r32": 6,
+        "imul_r64_r64": 1, "mov_r64_m64": 1, "mov_m64_r64": 1}
+
+
+def make_universe():
+    """The AnICA universe over SCHEMES (the catalogue's forms, UOPS as µop counts)."""
+    from pmsolve.anica.domain import Form, Universe
+    from pmsolve.isa import load_catalogue
+
+    cat = load_catalogue()
+    return Universe([Form(cat[n]) for n in SCHEMES if n in cat], UOPS)
 
 
 def _mapping(slow_bsf: bool) -> PortMapping:

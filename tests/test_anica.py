@@ -18,7 +18,7 @@ import anica_helpers as H
 from pmsolve.anica.block import Block
 from pmsolve.anica.campaign import Campaign, load_state
 from pmsolve.anica.config import Config, parse
-from pmsolve.anica.domain import (AbstractBlock, Concrete, Form, Universe, alias_facts, beta, contains,
+from pmsolve.anica.domain import (AbstractBlock, Concrete, Universe, alias_facts, beta, contains,
                                   expansions)
 from pmsolve.anica.features import EditDistance, LogSizes, SubsetOrNone, levenshtein
 from pmsolve.anica.interesting import Criterion, Evaluator
@@ -27,16 +27,10 @@ from pmsolve.anica.rank import by_interestingness, top_k
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import Coverage, sat_only, subsumes
 from pmsolve.errors import FormatError, ValidationError
-from pmsolve.isa import load_catalogue
-
-UOPS = {"add_r64_r64": 1, "add_m64_r64": 4, "bsf_r64_r64": 6, "bsr_r64_r64": 6, "bsf_r32_r32": 6,
-        "imul_r64_r64": 1, "mov_r64_m64": 1, "mov_m64_r64": 1}
-
 
 @pytest.fixture(scope="module")
 def universe() -> Universe:
-    cat = load_catalogue()
-    return Universe([Form(cat[n]) for n in H.SCHEMES if n in cat], UOPS)
+    return H.make_universe()
 
 
 def _block(u: Universe, forms: list[str], regs: list[tuple]) -> Concrete:

@@ -18,7 +18,7 @@ import anica_helpers as H
 import executor_helpers as X
 from pmsolve.anica.campaign import Campaign
 from pmsolve.anica.config import Config
-from pmsolve.anica.domain import AbstractBlock, Form, Universe
+from pmsolve.anica.domain import AbstractBlock, Universe
 from pmsolve.anica.predictors import CachedPredictor, predict_many
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.errors import ValidationError
@@ -26,7 +26,6 @@ from pmsolve.executor import (PoolExecutor, SerialExecutor, current_executor, da
                               open_executor)
 from pmsolve.harness import SimulatedOracle
 from pmsolve.infer.pmevo import EvolutionConfig, infer
-from pmsolve.isa import load_catalogue
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import evaluate_many
 
@@ -35,14 +34,9 @@ needs_dask = pytest.mark.skipif(not dask_available(), reason="dask[distributed] 
 TRUTH = PortMapping(["0", "1", "2", "3"], {
     "add": [(("0", "1", "2"), 1)], "mul": [(("1",), 1)], "load": [(("3",), 1)],
     "store": [(("2",), 1), (("3",), 1)], "fma": [(("0", "1"), 2)], "div": [(("0",), 3)]})
-UOPS = {"add_r64_r64": 1, "add_m64_r64": 4, "bsf_r64_r64": 6, "bsr_r64_r64": 6, "bsf_r32_r32": 6,
-        "imul_r64_r64": 1, "mov_r64_m64": 1, "mov_m64_r64": 1}
-
-
 @pytest.fixture(scope="module")
 def universe() -> Universe:
-    cat = load_catalogue()
-    return Universe([Form(cat[n]) for n in H.SCHEMES if n in cat], UOPS)
+    return H.make_universe()
 
 
 @pytest.fixture(scope="module")
