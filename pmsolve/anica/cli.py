@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 from pathlib import Path
+from typing import Iterator
 
 from pmsolve.errors import FormatError, ValidationError
 from pmsolve.executor import add_executor_arguments, executor_from_args
@@ -24,12 +26,13 @@ def _progress(args: argparse.Namespace):
     return (lambda msg: None) if args.quiet else None
 
 
-def cmd_discover(args: argparse.Namespace) -> int:
-    from pmsolve.anica import report
+@contextlib.contextmanager
+def _campaign(args: argparse.Namespace, cfg) -> Iterator:
+    """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
+    all closed on the way out."""
     from pmsolve.anica.adapters import open_any
     from pmsolve.anica.campaign import Campaign
 
-    cfg = _config(args)
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     ex = executor_from_args(args, workers=cfg.workers, optional=True)
@@ -37,12 +40,19 @@ def cmd_discover(args: argparse.Namespace) -> int:
         camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args),
                         executor=ex)
         try:
-            st = camp.run()
+            yield camp
         finally:
             camp.ev.close()
     finally:
         if ex is not None:
             ex.close()
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from pmsolve.anica import report
+
+    with _campaign(args, _config(args)) as camp:
+        st = camp.run()
     html_path, json_path = report.write(st, camp.u, args.out)
     summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
                "interesting": st.interesting, "seconds": round(st.elapsed, 1),
@@ -55,19 +65,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
-    from pmsolve.anica.adapters import open_any
-    from pmsolve.anica.campaign import Campaign
-
     cfg = _config(args)
-    cache = str(Path(args.out) / "predictions.sqlite")
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    ex = executor_from_args(args, workers=cfg.workers, optional=True)
-    try:
-        return _generalize(args, cfg, Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache),
-                                               progress=_progress(args), executor=ex))
-    finally:
-        if ex is not None:
-            ex.close()
+    with _campaign(args, cfg) as camp:
+        return _generalize(args, cfg, camp)
 
 
 def _generalize(args: argparse.Namespace, cfg, camp) -> int:
@@ -92,16 +92,13 @@ def _generalize(args: argparse.Namespace, cfg, camp) -> int:
             raise ValidationError(f"cannot allocate operands for {forms}")
         c = Concrete(tuple(forms), vals)
     blk = to_block(u, c)
+    if not camp.gen.interesting_concrete(c):
+        raise ValidationError("the block is not interesting for these predictors:\n" + blk.asm)
     results = []
-    try:
-        if not camp.gen.interesting_concrete(c):
-            raise ValidationError("the block is not interesting for these predictors:\n" + blk.asm)
-        for order in range(cfg.orders):
-            ab, tree, score = camp.gen.generalize(c, rng)
-            results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
-                            "tree": [n.to_json() for n in tree]})
-    finally:
-        camp.ev.close()
+    for order in range(cfg.orders):
+        ab, tree, score = camp.gen.generalize(c, rng)
+        results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
+                        "tree": [n.to_json() for n in tree]})
     if args.json:
         print(json.dumps({"block": blk.lines, "results": results}, default=str))
     else:
