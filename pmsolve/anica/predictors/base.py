@@ -68,12 +68,16 @@ def checked(value: object, who: str) -> Prediction:
 
 
 def bisect_failures(blocks: Sequence[Block],
-                    call: Callable[[Sequence[Block]], tuple[list[Prediction], str | None]]) -> list[Prediction]:
-    """Answer a batch with a tool that fails as a whole when one block is bad.
+                    call: Callable[[Sequence[Block]], tuple[list[Prediction], str | None]],
+                    batch: int | None = None) -> list[Prediction]:
+    """Answer blocks with a tool that fails as a whole when one block is bad.
 
     ``call(batch)`` returns the batch's predictions, or a failure message for the call. A failed
     batch is split in halves until each bad block stands alone and gets the message, so one
-    crash costs O(log n) extra calls and the rest of the batch is still answered."""
+    crash costs O(log n) extra calls and the rest of the batch is still answered. ``batch``
+    caps how many blocks go into one call (default: all)."""
+    if batch is not None and len(blocks) > batch:
+        return [p for k in range(0, len(blocks), batch) for p in bisect_failures(blocks[k:k + batch], call)]
     out: list[Prediction] = [Prediction(None, "garbage: no answer")] * len(blocks)
 
     def solve(idx: list[int]) -> None:

@@ -81,10 +81,7 @@ class LlvmMcaPredictor:
                                   f"(list them with: {self.exe} -mcpu=help -mtriple=x86_64 </dev/null)")
 
     def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
-        out: list[Prediction] = []
-        for start in range(0, len(blocks), self.batch):
-            out += bisect_failures(blocks[start:start + self.batch], self._call_excluding)
-        return out
+        return bisect_failures(blocks, self._call_excluding, self.batch)
 
     def _call_excluding(self, blocks: Sequence[Block]) -> tuple[list[Prediction], str | None]:
         """A call; when it fails on an instruction without scheduling information that llvm-mca

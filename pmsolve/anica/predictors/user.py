@@ -96,10 +96,7 @@ class CommandPredictor:
         return self._name
 
     def predict(self, blocks: Sequence[Block]) -> list[Prediction]:
-        out: list[Prediction] = []
-        for start in range(0, len(blocks), self.batch):
-            out += bisect_failures(blocks[start:start + self.batch], self._call)
-        return out
+        return bisect_failures(blocks, self._call, self.batch)
 
     def _call(self, blocks: Sequence[Block]) -> tuple[list[Prediction], str | None]:
         request = {"protocol": PROTOCOL,
