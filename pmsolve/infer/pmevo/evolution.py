@@ -32,7 +32,8 @@ from pmsolve.infer.pmevo.fitness import Evaluator, evaluate_chunk
 from pmsolve.infer.pmevo.local_search import Scale, polish_chunk
 from pmsolve.infer.pmevo.operators import Genome, canonical, mutate, random_genome, recombine
 from pmsolve.infer.pmevo.port_search import port_search_chunk
-from pmsolve.infer.pmevo.parallel import MapFn, chunks, serial_map
+from pmsolve.executor import SerialExecutor
+from pmsolve.infer.pmevo.parallel import MapFn, chunks
 
 if not hasattr(creator, "PmevoFitness"):
     # Two objectives to minimise, (D_avg, V); selection scalarises them per generation.
@@ -140,7 +141,7 @@ class Evolution:
     """One PMEvo run over an :class:`Evaluator`'s experiments."""
 
     def __init__(self, evaluator: Evaluator, single: Sequence[float], config: EvolutionConfig,
-                 map_fn: MapFn = serial_map, n_chunks: int = 1, checkpoint: str | Path | None = None,
+                 map_fn: MapFn | None = None, n_chunks: int = 1, checkpoint: str | Path | None = None,
                  progress: Progress | None = None):
         if len(single) != evaluator.n_insns:
             raise ValidationError("need one singleton throughput per instruction")
@@ -158,7 +159,7 @@ class Evolution:
         tb.register("mate", recombine, self.rng)
         tb.register("mutate", mutate, self.rng, n_ports=evaluator.n_ports)
         tb.register("select", select_scalarised, volume_weight=config.volume_weight)
-        tb.register("map", map_fn)
+        tb.register("map", map_fn or SerialExecutor())
         self.toolbox = tb
         self.logbook = tools.Logbook()
         self.logbook.header = ["gen", "evals", "best_d", "best_v", "mean_d", "distinct", "seconds"]

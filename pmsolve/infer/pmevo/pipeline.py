@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -12,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from pmsolve.errors import ValidationError
+from pmsolve.executor import current_executor, open_executor
 from pmsolve.harness.oracle import Oracle
 from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
@@ -19,7 +21,7 @@ from pmsolve.infer.pmevo.experiments import (Congruence, close, congruence_class
                                              pair_experiments, random_experiments, singletons)
 from pmsolve.infer.pmevo.fitness import Evaluator
 from pmsolve.infer.pmevo.operators import Genome
-from pmsolve.infer.pmevo.parallel import MapFn, local_map
+from pmsolve.infer.pmevo.parallel import MapFn
 from pmsolve.model import Experiment, PortMapping
 
 #: Experiments per oracle call: large batches for a hardware oracle, yet visible progress.
@@ -238,15 +240,13 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
     evaluator = build_evaluator(n_ports, reps, fit, r_max, max_width=max(2, training_sizes[1] if training else 2))
     single = [measured[Experiment({r: 1})] for r in reps]
     if map_fn is None:  # a command's --scheduler/--executor (pmsolve.executor.use_executor)
-        from pmsolve.executor import current_executor
-
         map_fn = current_executor()
     n_chunks = 4 * workers if workers > 1 else 1
     if map_fn is not None:
         n_chunks = max(8, 4 * getattr(map_fn, "workers", 2))
-    with local_map(workers if map_fn is None else 1) as pool_map:
-        evo = Evolution(evaluator, single, config, map_fn or pool_map, n_chunks=n_chunks,
-                        checkpoint=folder, progress=progress)
+    with nullcontext(map_fn) if map_fn is not None else open_executor("pool" if workers > 1 else "serial",
+                                                                      workers=workers) as run_map:
+        evo = Evolution(evaluator, single, config, run_map, n_chunks=n_chunks, checkpoint=folder, progress=progress)
         result = evo.run()
     ports = [str(p) for p in range(n_ports)]
     rep_mapping = genome_to_mapping(result.genome, ports, reps)
