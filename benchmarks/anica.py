@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pmsolve.anica import report  # noqa: E402
-from pmsolve.anica.adapters import open_any  # noqa: E402
+from pmsolve.anica.predictors import open_predictor  # noqa: E402
 from pmsolve.anica.campaign import Campaign  # noqa: E402
 from pmsolve.anica.config import Config  # noqa: E402
 from pmsolve.anica.domain import AbstractBlock  # noqa: E402
@@ -83,7 +83,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache = str(out / "predictions.sqlite")
-    a, b = open_any(a_spec, cache), open_any(b_spec, cache)
+    a, b = open_predictor(a_spec, cache=cache), open_predictor(b_spec, cache=cache)
     cfg = Config(a=a_spec, b=b_spec, samples=args.samples, orders=args.orders, max_discoveries=args.discoveries,
                  max_seconds=args.seconds, seed=args.seed, workers=args.workers)
     log = lambda m: print(f"[{args.pair}] {m}", file=sys.stderr, flush=True)  # noqa: E731

@@ -30,15 +30,15 @@ def _progress(args: argparse.Namespace):
 def _campaign(args: argparse.Namespace, cfg) -> Iterator:
     """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
     all closed on the way out."""
-    from pmsolve.anica.adapters import open_any
     from pmsolve.anica.campaign import Campaign
+    from pmsolve.anica.predictors import open_predictor
 
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     ex = executor_from_args(args, workers=cfg.workers, optional=True)
     try:
-        camp = Campaign(cfg, args.out, open_any(cfg.a, cache), open_any(cfg.b, cache), progress=_progress(args),
-                        executor=ex)
+        camp = Campaign(cfg, args.out, open_predictor(cfg.a, cache=cache), open_predictor(cfg.b, cache=cache),
+                        progress=_progress(args), executor=ex)
         try:
             yield camp
         finally:

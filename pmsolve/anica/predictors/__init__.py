@@ -16,6 +16,8 @@ raise for a bad block. Open one from a spec string:
 ``cmd:COMMAND``                                an external program, JSON on stdin/stdout
                                                (protocol: :mod:`~pmsolve.anica.predictors.user`)
 ``python:MODULE:FUNCTION[?batch=true]``        a Python function ``fn(block) -> cycles``
+``factory:MODULE:ATTR``                        a Python object that is a predictor, or makes one
+                                               when called (tests and experiments)
 =============================================  ==============================================
 
 >>> from pmsolve.anica.block import Block
@@ -41,7 +43,7 @@ __all__ = ["ERROR_KINDS", "CachedPredictor", "CallablePredictor", "CommandPredic
            "PredictionCache", "Predictor", "bisect_failures", "callable_predictor", "checked", "error_kind",
            "open_predictor", "parse_spec", "predict_many", "SPEC_KINDS"]
 
-SPEC_KINDS = ("llvm-mca", "osaca", "mapping", "hardware", "cmd", "python")
+SPEC_KINDS = ("llvm-mca", "osaca", "mapping", "hardware", "cmd", "python", "factory")
 
 
 def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -125,19 +127,27 @@ def open_predictor(spec: str, *, cache: str | Path | PredictionCache | None = No
                                                          "timeout": float}))
     elif kind == "cmd":
         p = CommandPredictor(arg)
+    elif kind == "python":
+        o = _options(spec, options, {"batch": b("batch")})
+        p = callable_predictor(f"python:{arg}", _load(spec, arg, "python:MODULE:FUNCTION"),
+                               batch=o.get("batch", False))
     else:
-        p = _python_predictor(spec, arg, _options(spec, options, {"batch": b("batch")}))
+        _options(spec, options, {})
+        obj = _load(spec, arg, "factory:MODULE:ATTR")
+        p = obj() if callable(obj) and not isinstance(obj, Predictor) else obj
+        if not isinstance(p, Predictor):
+            raise ValidationError(f"predictor {spec!r} does not implement the Predictor protocol")
     return CachedPredictor(p, cache, retry=retry) if cache is not None else p
 
 
-def _python_predictor(spec: str, arg: str, options: dict[str, Any]) -> Predictor:
+def _load(spec: str, arg: str, form: str) -> Any:
+    """The Python object ``MODULE:ATTR`` names, or one clear error."""
     import importlib
 
     module, _, attr = arg.partition(":")
     if not module or not attr:
-        raise ValidationError(f"predictor {spec!r}: expected python:MODULE:FUNCTION")
+        raise ValidationError(f"predictor {spec!r}: expected {form}")
     try:
-        fn = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise ValidationError(f"predictor {spec!r}: cannot load {arg}: {exc}") from None
-    return callable_predictor(f"python:{arg}", fn, batch=options.get("batch", False))

@@ -96,7 +96,7 @@ def add_commands(sub) -> None:
                        description="Cycles per iteration of each block as a loop body, from every predictor "
                                    "given. Specs: llvm-mca:CPU[?iterations=100&noalias=true], osaca:ARCH[?lcd=true], "
                                    "mapping:FILE[?r_max=5&names=explainable], hardware, cmd:COMMAND, "
-                                   "python:MODULE:FUNCTION. Failures are printed per block, never abort the run.")
+                                   "python:MODULE:FUNCTION, factory:MODULE:ATTR. Failures are printed per block, never abort the run.")
     p.add_argument("block", nargs="*", help="AT&T instructions separated by ';'")
     p.add_argument("--blocks", help="JSON file: a list of blocks, each a list of {scheme, asm}")
     p.add_argument("-p", "--predictor", action="append", required=True, help="a predictor spec (repeatable)")
