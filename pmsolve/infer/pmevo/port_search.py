@@ -80,22 +80,27 @@ class _PortState:
             total += np.abs(pred - ev.measured[r]) / ev.measured[r]
         return total
 
-    def best_move(self, i: int, scale: Scale, u: int | None) -> tuple[float, int] | None:
-        """Best replacement of µop u (or, with u None, best added µop) for instruction i.
+    def best_move(self, i: int, scale: Scale, removed: tuple[int, ...], counts: Sequence[int],
+                  forbid: tuple[int, int] | None = None) -> tuple[float, int, int]:
+        """Best single µop (v, n) to put in place of the µops ``removed`` from instruction i,
+        over every port set v and each count n in ``counts``; v = 0 means "add nothing" and is
+        only allowed while something else of i stays. ``forbid`` (v, n) is the no-op move.
 
-        With many experiments, all 2^|P| candidates are first screened on a few of i's rows and
-        only a short list is scored on the (sampled) rest; callers verify the move exactly."""
-        n = self.genome[i][u] if u is not None else 1
-        base = self.s[i] - (n * self.z[u] if u is not None else 0)
-        cand = base[None, :] + np.float32(n) * self.z
-        v = self.vol - (n * u.bit_count() if u is not None else 0) + n * self.widths
+        With many experiments, all candidates are first screened on a few of i's rows and only
+        a short list is scored on the (sampled) rest; callers verify the move exactly."""
+        width = self.z.shape[0]
+        base = self.s[i] - sum(self.genome[i][u] * self.z[u] for u in removed)
+        counts = list(counts)
+        cand = np.concatenate([base[None, :] + np.float32(n) * self.z for n in counts])
+        rest = self.vol - sum(self.genome[i][u] * u.bit_count() for u in removed)
+        v = np.concatenate([rest + n * self.widths for n in counts])
         allowed = np.ones(len(cand), dtype=bool)
-        if u is not None:
-            allowed[u] = False  # no move
-            if len(self.genome[i]) == 1:
-                allowed[0] = False  # never drop the last µop
+        if len(removed) == len(self.genome[i]):
+            allowed[::width] = False  # never leave an instruction without µops
         else:
-            allowed[0] = False
+            allowed[width:][::width] = False  # "add nothing" once is enough
+        if forbid is not None and forbid[1] in counts:
+            allowed[counts.index(forbid[1]) * width + forbid[0]] = False
         all_rows = self.ev.rows_of(i)
         rows = _even(all_rows, SAMPLE_ROWS)
         ids = np.flatnonzero(allowed)
@@ -104,8 +109,8 @@ class _PortState:
             f[~allowed] = np.inf
             ids = np.argsort(f, kind="stable")[:SHORTLIST]
         f = self._fitness(i, scale, cand[ids], rows, len(all_rows), v[ids])
-        best = int(np.argmin(f))
-        return float(f[best]), int(ids[best])
+        best = int(ids[int(np.argmin(f))])
+        return float(f.min()), best % width, counts[best // width]
 
     def _fitness(self, i: int, scale: Scale, cand: np.ndarray, rows: np.ndarray, n_rows: int, v: np.ndarray) -> np.ndarray:
         """Estimated scalarised fitness of each candidate from its errors on ``rows``."""
@@ -114,9 +119,10 @@ class _PortState:
         d = (float(self.err.sum()) + factor * (total - float(self.err[rows].sum()))) / len(self.err)
         return scale.fitness(d, v)
 
-    def apply(self, i: int, u: int | None, v: int) -> None:
+    def apply(self, i: int, removed: tuple[int, ...], v: int, n: int) -> None:
         entry = self.genome[i]
-        n = entry.pop(u) if u is not None else 1
+        for u in removed:
+            del entry[u]
         if v:
             entry[v] = entry.get(v, 0) + n
         self.refresh_row(i)
@@ -127,22 +133,37 @@ class _PortState:
         self.err[rows] = self.ev.errors(self.ev._rows(self.s, rows), rows)
         self.vol = volume(self.genome)
 
+    def moves(self, i: int) -> list[tuple[tuple[int, ...], list[int], tuple[int, int] | None]]:
+        """The move kinds for instruction i: replace one µop u (port set and count n → any
+        set, counts 1, n−1, n, n+1; the empty set drops u), add one µop (count 1 or 2), and
+        collapse all of i's µops into one (counts 1..4). Changing set and count together
+        reaches mappings that neither a set move nor PMEvo's count search reaches alone."""
+        entry = self.genome[i]
+        out = [((u,), sorted({1, max(1, entry[u] - 1), entry[u], entry[u] + 1}), (u, entry[u]))
+               for u in sorted(entry)]
+        out.append(((), [1, 2], None))
+        if len(entry) > 1:
+            out.append((tuple(sorted(entry)), [1, 2, 3, 4], None))
+        return out
+
 
 def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3) -> tuple[Genome, float, int]:
-    """Up to ``sweeps`` passes of best-improvement port-set moves per instruction, each pass
-    followed by PMEvo's count local search; stops early when a pass changes nothing."""
+    """Up to ``sweeps`` passes of best-improvement moves per instruction (see
+    :meth:`_PortState.moves`), each pass followed by PMEvo's count local search; stops early
+    when a pass changes nothing."""
     st = _PortState(ev, genome)
     for _ in range(sweeps):
         changed = False
         for i in range(len(st.genome)):
-            for u in [*sorted(st.genome[i]), None]:
-                if u is not None and u not in st.genome[i]:
-                    continue
+            k = 0
+            while k < len(kinds := st.moves(i)):  # re-derived after every applied move
+                removed, counts, forbid = kinds[k]
+                k += 1
                 current = scale.fitness(st.d, st.vol)
-                f, v = st.best_move(i, scale, u)
+                f, v, n = st.best_move(i, scale, removed, counts, forbid)
                 if f < current - 1e-9:
                     before = dict(st.genome[i])
-                    st.apply(i, u, v)
+                    st.apply(i, removed, v, n)
                     if scale.fitness(st.d, st.vol) < current - 1e-9:  # exact check (sampled scores)
                         changed = True
                     else:
