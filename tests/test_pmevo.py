@@ -332,3 +332,40 @@ def test_initial_mappings_respect_the_uop_cap_and_the_count_bound():
             assert all(1 <= n <= max(1, math.ceil(t * u.bit_count())) for e, t in zip(g, single) for u, n in e.items())
     with pytest.raises(ValidationError, match="init_uops"):
         EvolutionConfig(init_uops=0)
+
+
+def test_compound_port_moves_score_exactly_the_best_candidate(monkeypatch):
+    """Every move kind (replace a µop's set and count, add one, collapse all) picks the
+    candidate with the exact best fitness, checked by scoring every (set, count) separately
+    (screening and row sampling off: they only pre-select what callers then verify)."""
+    from pmsolve.infer.pmevo import port_search as ps
+
+    monkeypatch.setattr(ps, "SCREEN_ROWS", 10**6)
+    monkeypatch.setattr(ps, "SAMPLE_ROWS", 10**6)
+
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    for e in random_training(insns, 40, (3, 4), seed=5):
+        measured[e] = float(evaluate_many(TRUTH, [e])[0])
+    ev = build_evaluator(4, insns, measured, None, max_width=4)
+    rng = random.Random(11)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    genome = random_genome(rng, 4, single, max_uops=3)
+    scale = Scale(0.0, 1.0, 0.0, 100.0, 0.01)
+    st = ps._PortState(ev, genome)
+    for i in range(len(genome)):
+        for removed, counts, forbid in st.moves(i):
+            f, v, n = st.best_move(i, scale, removed, counts, forbid)
+            exact = {}
+            for n2 in counts:
+                for v2 in range(16):
+                    g = [dict(x) for x in genome]
+                    for u in removed:
+                        del g[i][u]
+                    if v2:
+                        g[i][v2] = g[i].get(v2, 0) + n2
+                    if not g[i] or (v2, n2) == forbid or (v2 == 0 and n2 != counts[0]):
+                        continue
+                    exact[(v2, n2)] = scale.fitness(*ev.objectives(g))
+            assert f == pytest.approx(min(exact.values()), rel=1e-5)  # float32 tables
+            assert exact[(v, n)] == pytest.approx(f, rel=1e-5)

@@ -40,6 +40,7 @@ class _PortState:
         self.ev = ev
         self.genome = [dict(e) for e in genome]
         self.z = superset_rows(ev.n_ports).astype(np.float32)
+        self.z[0] = 0.0  # candidate 0 is "no µop" (Z's row of the empty set is not zero)
         self.widths = np.bitwise_count(np.arange(1 << ev.n_ports, dtype=np.uint64)).astype(np.int64)
         self.refresh()
 
