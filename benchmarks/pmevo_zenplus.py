@@ -50,13 +50,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pmsolve.formats import mapping_from_json  # noqa: E402
 from pmsolve.harness import SimulatedOracle  # noqa: E402
+from pmsolve.infer.explain.compare import agreement  # noqa: E402
 from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress  # noqa: E402
 from pmsolve.metrics import accuracy  # noqa: E402
 from pmsolve.model import Experiment, PortMapping  # noqa: E402
@@ -84,36 +84,22 @@ def random_multisets(names: list[str], size: int, count: int, seed: int) -> list
     return out
 
 
-def port_loads(mapping: PortMapping) -> np.ndarray:
-    """Instructions × ports: the mass each instruction puts on each port if spread evenly."""
-    col = {p: j for j, p in enumerate(mapping.ports)}
-    out = np.zeros((len(mapping.instructions), len(mapping.ports)))
-    for i, insn in enumerate(mapping.instructions):
-        for u in mapping.uops[insn]:
-            for p in u.ports:
-                out[i, col[p]] += u.count / len(u.ports)
-    return out
-
-
 def structure(truth: PortMapping, inferred: PortMapping) -> dict:
-    """Compare structure after the port renaming that best aligns port loads (Hungarian)."""
-    from scipy.optimize import linear_sum_assignment
-
-    a, b = port_loads(inferred), port_loads(truth)
-    rows, cols = linear_sum_assignment(-(a.T @ b))
-    renaming = {inferred.ports[r]: truth.ports[c] for r, c in zip(rows, cols)}
-    renamed = inferred.rename_ports(renaming)
+    """Compare structure after the port renaming that best matches per-port usage (the
+    explain benchmark's :func:`~pmsolve.infer.explain.compare.agreement`: Hungarian on summed
+    differences, exact for mappings that agree up to renaming)."""
+    agree = agreement(truth, inferred)
+    renamed = inferred.rename_ports(agree.renaming)
     insns = truth.instructions
     n_uops = lambda m, i: sum(u.count for u in m.uops[i])  # noqa: E731
     same_count = sum(n_uops(truth, i) == n_uops(renamed, i) for i in insns)
     same_sets = sum({u.ports for u in truth.uops[i]} == {u.ports for u in renamed.uops[i]} for i in insns)
-    identical = sum(truth.uops[i] == renamed.uops[i] for i in insns)
     distinct = lambda m: len({u.ports for us in m.uops.values() for u in us})  # noqa: E731
     diff = Counter(n_uops(renamed, i) - n_uops(truth, i) for i in insns)
     return {"schemes": len(insns), "same_uop_count": same_count, "same_port_sets": same_sets,
-            "identical": identical, "distinct_uops_truth": distinct(truth),
+            "identical": len(agree.identical), "distinct_uops_truth": distinct(truth),
             "distinct_uops_inferred": distinct(renamed), "uop_count_difference": dict(sorted(diff.items())),
-            "renaming": renaming}
+            "renaming": agree.renaming}
 
 
 def main(argv: list[str] | None = None) -> int:
