@@ -256,7 +256,7 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
         raise ValidationError(f"--training-sizes must look like MIN-MAX (e.g. 3-5), got {args.training_sizes!r}")
     result = infer(oracle, args.ports, config, epsilon=args.epsilon, r_max=args.r_max, workers=args.workers,
                    checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress,
-                   training=args.training, training_sizes=(int(lo), int(hi)))
+                   training=args.training, training_sizes=(int(lo), int(hi)), restarts=args.restarts)
     if args.out:
         save_mapping(result.mapping, args.out, args.to)
     if args.json:
@@ -548,10 +548,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--training-sizes", default="3-5", metavar="MIN-MAX", help="their length in schemes (default 3-5)")
     g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings")
     g.add_argument("--memetic-every", type=int, default=0, metavar="K",
-                   help="port-set local search on the best individuals every K generations")
+                   help="local search with compound moves (a µop's port set and count together, add one, "
+                        "collapse a scheme into one µop) on the best individuals every K generations")
     g.add_argument("--port-sweeps", type=int, default=0, help="passes of port-set search at the end")
     g.add_argument("--port-top", type=int, default=2, help="how many of the best mappings port-set search polishes")
     g.add_argument("--evolve-minutes", type=float, help="stop evolving after this long (then local search)")
+    g.add_argument("--restarts", type=int, default=1, metavar="R",
+                   help="R independent evolutions (seeds SEED..SEED+R-1, one per worker); keep the best fit")
     p.add_argument("-o", "--out", help="write the inferred mapping here")
     p.add_argument("--to", choices=MAPPING_FORMATS, default="pmsolve", help="format of --out (default: pmsolve)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -369,3 +369,17 @@ def test_compound_port_moves_score_exactly_the_best_candidate(monkeypatch):
                     exact[(v2, n2)] = scale.fitness(*ev.objectives(g))
             assert f == pytest.approx(min(exact.values()), rel=1e-5)  # float32 tables
             assert exact[(v, n)] == pytest.approx(f, rel=1e-5)
+
+
+def test_restarts_keep_the_best_run_the_same_on_any_executor(tmp_path):
+    from dataclasses import replace
+
+    cfg = EvolutionConfig(population=30, generations=4, seed=5, mutation=0.3)
+    serial = infer(SimulatedOracle(TRUTH), 4, cfg, restarts=2)
+    pooled = infer(SimulatedOracle(TRUTH), 4, cfg, restarts=2, workers=2, checkpoint=tmp_path)
+    assert serial.mapping == pooled.mapping and serial.d_avg == pooled.d_avg
+    alone = [infer(SimulatedOracle(TRUTH), 4, replace(cfg, seed=5 + k)) for k in range(2)]
+    assert serial.d_avg == min(r.d_avg for r in alone)
+    assert all((tmp_path / f"restart-{k}" / "state.pickle").exists() for k in range(2))
+    with pytest.raises(ValidationError, match="restarts"):
+        infer(SimulatedOracle(TRUTH), 4, cfg, restarts=0)

@@ -3,17 +3,19 @@ congruent schemes; evolve a mapping for the representatives; expand it to every 
 
 from __future__ import annotations
 
+import pickle
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from pmsolve.errors import ValidationError
-from pmsolve.executor import current_executor, open_executor
+from pmsolve.executor import SerialExecutor, current_executor, open_executor
 from pmsolve.harness.oracle import Oracle
 from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
@@ -64,14 +66,15 @@ class PmevoResult:
 def stderr_progress(event: dict) -> None:
     """Default progress display: one short line per event on stderr."""
     phase = event.get("phase")
+    tag = f"pmevo[run {event['run']}]" if "run" in event else "pmevo"
     if phase == "evolve":
-        print(f"pmevo: gen {event['gen']}/{event['generations']}  best D_avg {100 * event['best_d']:.2f} %  "
+        print(f"{tag}: gen {event['gen']}/{event['generations']}  best D_avg {100 * event['best_d']:.2f} %  "
               f"V {event['best_v']}  mean D_avg {100 * event['mean_d']:.2f} %  distinct {event['distinct']}  "
               f"evals {event['evals']}  {event['seconds']:.0f} s", file=sys.stderr, flush=True)
     elif phase == "measure":
         print(f"pmevo: measured {event['done']}/{event['total']} experiments", file=sys.stderr, flush=True)
     elif phase in ("local search", "port search"):
-        print(f"pmevo: {phase} on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
+        print(f"{tag}: {phase} on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
     elif phase == "congruence":
         print(f"pmevo: {event['instructions']} schemes -> {event['classes']} congruence classes "
               f"(ε {event['epsilon']})", file=sys.stderr, flush=True)
@@ -198,11 +201,32 @@ def genome_to_mapping(genome: Genome, ports: Sequence[str], names: Sequence[str]
                                for name, entry in zip(names, genome)})
 
 
+def _portable(progress: Callable[[dict], None] | None, executor) -> Callable[[dict], None] | None:
+    """The progress callback if the executor can ship it to its workers (a closure cannot go to
+    another process; the restarts then run without progress lines)."""
+    if progress is None or isinstance(executor, SerialExecutor):
+        return progress
+    try:
+        pickle.dumps(progress)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
+    return progress
+
+
+def _restart(evaluator: Evaluator, single: list[float], config: EvolutionConfig, folder: Path | None,
+             progress: Callable[[dict], None] | None, k: int) -> EvolutionResult:
+    """One independent evolution (a task for a worker; its fitness calls stay on that worker)."""
+    tagged = None if progress is None else (lambda event: progress({**event, "run": k}))
+    evo = Evolution(evaluator, single, replace(config, seed=config.seed + k), SerialExecutor(), n_chunks=1,
+                    checkpoint=None if folder is None else folder / f"restart-{k}", progress=tagged)
+    return evo.run()
+
+
 def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfig(), *,
           instructions: Sequence[str] | None = None, epsilon: float = 0.05, r_max: float | None = None,
           workers: int = 1, map_fn: MapFn | None = None, checkpoint: str | Path | None = None,
           progress: Callable[[dict], None] | None = None, training: int = 0,
-          training_sizes: tuple[int, int] = (3, 5)) -> PmevoResult:
+          training_sizes: tuple[int, int] = (3, 5), restarts: int = 1) -> PmevoResult:
     """Infer a three-level port mapping with PMEvo.
 
     ``instructions`` defaults to every scheme the oracle knows. ``r_max`` caps the model's
@@ -212,11 +236,17 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
     for measurements and per-generation state; rerunning with the same folder resumes.
     ``training`` > 0 adds that many random experiments of ``training_sizes`` schemes to the
     fitness (an extension; the paper uses singletons, pairs and ratio pairs only), drawn with
-    a generator keyed by ``config.seed``.
+    a generator keyed by ``config.seed``. ``restarts`` > 1 runs that many independent
+    evolutions (seeds ``config.seed + k``, each checkpointed in ``restart-k``) side by side on
+    the workers, one per worker, and keeps the one with the lowest training error: the
+    evolution's local optima vary from seed to seed, and restarts use the cores better than
+    sharing one population's fitness calls.
     """
     t0 = time.monotonic()
     if n_ports < 1:
         raise ValidationError(f"--ports must be at least 1, got {n_ports}")
+    if restarts < 1:
+        raise ValidationError(f"--restarts must be at least 1, got {restarts}")
     insns = list(instructions) if instructions is not None else list(oracle.instructions)
     if len(insns) < 1 or len(set(insns)) != len(insns):
         raise ValidationError("PMEvo needs a non-empty list of distinct instructions")
@@ -246,8 +276,17 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
         n_chunks = max(8, 4 * getattr(map_fn, "workers", 2))
     with nullcontext(map_fn) if map_fn is not None else open_executor("pool" if workers > 1 else "serial",
                                                                       workers=workers) as run_map:
-        evo = Evolution(evaluator, single, config, run_map, n_chunks=n_chunks, checkpoint=folder, progress=progress)
-        result = evo.run()
+        if restarts == 1:
+            evo = Evolution(evaluator, single, config, run_map, n_chunks=n_chunks, checkpoint=folder,
+                            progress=progress)
+            result = evo.run()
+        else:
+            if folder is not None:
+                for k in range(restarts):
+                    (folder / f"restart-{k}").mkdir(parents=True, exist_ok=True)
+            runs = run_map(partial(_restart, evaluator, single, config, folder, _portable(progress, run_map)),
+                           list(range(restarts)))
+            result = min(runs, key=lambda r: (r.d_avg, r.volume))
     ports = [str(p) for p in range(n_ports)]
     rep_mapping = genome_to_mapping(result.genome, ports, reps)
     expanded = {m: rep_mapping.uops[r] for r, members in congruence.classes.items() for m in members}
