@@ -23,6 +23,10 @@ Measured with compound moves (300 schemes, 10 ports, R_max 5, 57 congruence clas
        MAPE 3.83 %  Pearson 0.9935  τ 0.944  22.7 min  (training D_avg 3.84 %)
   B  memetic every 3 (top 2), 12 min evolution, up to 20 final sweeps, seed 1:
        MAPE 4.94 %  Pearson 0.9909  τ 0.927  12.6 min  (training D_avg 4.42 %)
+  A, seed 2 (another scheme sample):  MAPE 4.99 %  Pearson 0.9900  τ 0.922  23.1 min
+  A, seed 3:                          MAPE 5.50 %  Pearson 0.9903  τ 0.913  21.0 min
+  A, seed 3, --restarts 2 --workers 2 (seeds 3 and 4 side by side, the better fit kept):
+                                      MAPE 4.50 %  Pearson 0.9929  τ 0.930  22.5 min
   Structure (A, after the renaming of compare.agreement): same total µop count 108/300,
   identical decomposition 59/300, 82 distinct port sets against the truth's 11.
 
