@@ -8,7 +8,6 @@ import math
 import random
 
 import numpy as np
-
 import pytest
 
 from pmsolve.errors import PmsolveError, ValidationError
@@ -302,17 +301,22 @@ def test_training_experiments_tell_apart_what_pairs_cannot():
     np.testing.assert_allclose(evaluate_many(result.mapping, probe), evaluate_many(PAIRS_BLIND, probe), rtol=1e-9)
 
 
+def _with_training(count: int, sizes: tuple[int, int], seed: int):
+    """An evaluator on TRUTH's singletons and pairs plus ``count`` random training experiments,
+    and the singleton throughputs."""
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    for e in random_training(insns, count, sizes, seed=seed):
+        measured[e] = float(evaluate_many(TRUTH, [e])[0])
+    return build_evaluator(4, insns, measured, None, max_width=sizes[1]), [measured[Experiment({i: 1})] for i in insns]
+
+
 def test_port_search_with_sampled_training_rows_never_worsens(monkeypatch):
     from pmsolve.infer.pmevo import port_search as ps
 
     monkeypatch.setattr(ps, "SAMPLE_ROWS", 5)  # force the sampled scoring
-    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
-    insns = list(TRUTH.instructions)
-    for e in random_training(insns, 60, (3, 5), seed=4):
-        measured[e] = float(evaluate_many(TRUTH, [e])[0])
-    ev = build_evaluator(4, insns, measured, None, max_width=5)
+    ev, single = _with_training(60, (3, 5), seed=4)
     rng = random.Random(8)
-    single = [measured[Experiment({i: 1})] for i in insns]
     genomes = [random_genome(rng, 4, single) for _ in range(3)]
     objs = np.array([ev.objectives(g) for g in genomes])
     scale = Scale.of(objs, 0.01)
@@ -342,14 +346,8 @@ def test_compound_port_moves_score_exactly_the_best_candidate(monkeypatch):
 
     monkeypatch.setattr(ps, "SCREEN_ROWS", 10**6)
     monkeypatch.setattr(ps, "SAMPLE_ROWS", 10**6)
-
-    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
-    insns = list(TRUTH.instructions)
-    for e in random_training(insns, 40, (3, 4), seed=5):
-        measured[e] = float(evaluate_many(TRUTH, [e])[0])
-    ev = build_evaluator(4, insns, measured, None, max_width=4)
+    ev, single = _with_training(40, (3, 4), seed=5)
     rng = random.Random(11)
-    single = [measured[Experiment({i: 1})] for i in insns]
     genome = random_genome(rng, 4, single, max_uops=3)
     scale = Scale(0.0, 1.0, 0.0, 100.0, 0.01)
     st = ps._PortState(ev, genome)
