@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Sequence
 
 from pmsolve import __version__
+from pmsolve.harness.cpu import announce_measuring
 from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.formats import (MAPPING_FORMATS, load_experiments, load_mapping, load_measurements,
                              save_mapping)
@@ -245,6 +246,7 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
 
     oracle = open_oracle(args.oracle)
+    announce_measuring(oracle)
     given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight", "init_uops")
              if getattr(args, k) is not None}
     config = EvolutionConfig(seed=args.seed, mutation=args.mutation, local_search=args.local_search,
@@ -297,6 +299,7 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
     from pmsolve.infer.cegis import CegisOptions, infer
 
     oracle = open_oracle(args.oracle)
+    announce_measuring(oracle)
     if args.ports < 1:
         raise ValidationError(f"--ports must be at least 1, got {args.ports}")
     state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)

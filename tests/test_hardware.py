@@ -15,6 +15,7 @@ import pytest
 
 from pmsolve.harness.hardware import (REFERENCES, HardwareOracle, MeasurementError, Settings, assemble, available,
                                       relative_spread)
+from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.store import MeasurementStore, StoredOracle
@@ -45,14 +46,56 @@ def holds(check, hw, experiments, tries=3):
 
 
 @needs_hw
-def test_structural_facts(hw):
+def test_facts_that_hold_on_every_cpu(hw):
     e = {n: Experiment({n: 1}) for n in NAMES}
-    # imul has one port on every x86-64 core, add at least three: imul is much slower
-    holds(lambda add, imul: imul > 2.5 * add, hw, [e["add_r64_r64"], e["imul_r64_r64"]])
-    # the FP add and multiply of AVX have the same port count on Zen 3 (and Skylake)
-    holds(lambda a, m: 0.75 < a / m < 1.33, hw, [e["vaddpd_ymm_ymm_ymm"], e["vmulpd_ymm_ymm_ymm"]])
+    # independent instances are never slower than a dependent chain of the same instruction
+    for name, chain in (("imul_r64_r64", "imulq %rbx, %rbx"), ("add_r64_r64", "addq %rbx, %rbx"),
+                        ("vaddpd_ymm_ymm_ymm", "vaddpd %ymm1, %ymm1, %ymm1")):
+        for _ in range(3):
+            [indep] = hw.measure([e[name]])
+            [dep] = hw.measure_blocks([[chain]])
+            if indep <= dep.cycles * 1.02:
+                break
+        else:
+            pytest.fail(f"{name}: independent instances {indep:.3f} cycles, dependent chain {dep.cycles:.3f}")
+    # a pair is never faster than its slower member
+    for a, b in (("add_r64_r64", "imul_r64_r64"), ("vaddpd_ymm_ymm_ymm", "vmulpd_ymm_ymm_ymm"),
+                 ("mov_r64_m64", "add_r64_r64")):
+        holds(lambda x, y, xy: xy >= 0.98 * max(x, y), hw, [e[a], e[b], Experiment({a: 1, b: 1})])
     # linearity: twice the instructions, twice the cycles
     holds(lambda one, two: 1.7 < two / one < 2.3, hw, [e["imul_r64_r64"], Experiment({"imul_r64_r64": 2})])
+
+
+@needs_hw
+def test_singles_are_reproducible_within_their_spread(hw):
+    exps = [Experiment({n: 1}) for n in NAMES]
+    for _ in range(3):
+        first = dict(hw.measure_iter(exps))
+        again = dict(hw.measure_iter(exps))
+        off = [(NAMES[i], first[i].cycles, again[i].cycles) for i in first
+               if abs(first[i].cycles - again[i].cycles) > max(first[i].spread, again[i].spread,
+                                                                FAST.noise_tolerance) * first[i].cycles]
+        if not off:
+            return
+    pytest.fail(f"singles differ between two measurements by more than their spread: {off}")
+
+
+@needs_hw
+def test_singles_match_the_published_values_of_this_microarchitecture():
+    cpu = host_cpu()
+    ref = reference_singles(cpu.microarchitecture)
+    if ref is None:
+        pytest.skip(f"no published singles are shipped for {cpu.describe()}")
+    cat = load_catalogue()
+    names = [n for n in ref.values if n in cat and cat.status(cat[n]) == "offered"]
+    assert len(names) >= 8, f"the {ref.microarchitecture} table names schemes the catalogue does not offer"
+    with HardwareOracle(names, FAST) as oracle:
+        for _ in range(3):
+            vals = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
+            off = {n: (round(v, 3), ref.values[n]) for n, v in vals.items() if abs(v / ref.values[n] - 1) > 0.15}
+            if not off:
+                return
+    pytest.fail(f"measured vs published ({ref.source.split(',')[0]}): {off}")
 
 
 @needs_hw

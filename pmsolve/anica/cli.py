@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Iterator
 
+from pmsolve.harness.cpu import announce_measuring
 from pmsolve.errors import FormatError, ValidationError
 from pmsolve.executor import add_executor_arguments, executor_from_args
 
@@ -39,6 +40,7 @@ def _campaign(args: argparse.Namespace, cfg) -> Iterator:
     try:
         camp = Campaign(cfg, args.out, open_predictor(cfg.a, cache=cache), open_predictor(cfg.b, cache=cache),
                         progress=_progress(args), executor=ex)
+        announce_measuring(camp.a, camp.b)
         try:
             yield camp
         finally:

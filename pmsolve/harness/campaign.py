@@ -6,8 +6,9 @@ loads, stores, vector FP add/mul/FMA, integer, logic, shuffles) as singletons, p
 pairs (PMEvo's experiment design) through the hardware oracle and the measurement store,
 detect the peak IPC (sec. 4.3), infer a three-level mapping with PMEvo under that R_max, then
 measure random 4-5-instruction experiments that inference never saw and report MAPE and
-Kendall's τ of pmsolve's mapping next to ``llvm-mca -mcpu=znver3`` and OSACA (``ZEN3``) on the
-very same instruction sequences. Elsewhere it runs the same pipeline on a simulated machine
+Kendall's τ of pmsolve's mapping next to the newest installed llvm-mca and OSACA, each with the
+model that best fits this CPU's microarchitecture (:mod:`pmsolve.harness.cpu`; a fallback to a
+nearest model is said in the report), on the very same instruction sequences. Elsewhere it runs the same pipeline on a simulated machine
 (the bundled Zen+ example mapping with noise and R_max 5).
 """
 
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from pmsolve.anica.predictors.base import ModelChoice
+from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.model import Experiment, PortMapping
 
 #: the default scheme set of the main job (all offered on Zen 3 / any AVX2+BMI2+FMA host)
@@ -35,10 +38,6 @@ vpunpcklqdq_ymm_ymm_ymm vpsllq_ymm_ymm_i8 vpblendd_ymm_ymm_ymm_i8 vpmovmskb_r32_
 vaesenc_xmm_xmm_xmm
 """.split()
 
-#: inverse throughputs of some schemes on Zen 3 (Agner Fog's tables / uops.info), for the report
-KNOWN_ZEN3 = {"add_r64_r64": 0.25, "imul_r64_r64": 1.0, "mov_r64_m64": 1 / 3, "vaddpd_ymm_ymm_ymm": 0.5,
-              "vmulpd_ymm_ymm_ymm": 0.5, "vfmadd231pd_ymm_ymm_ymm": 0.5, "vpaddd_ymm_ymm_ymm": 0.25,
-              "mov_m64_r64": 0.5, "lea_r64_m": 0.25, "popcnt_r64_r64": 0.25}
 
 
 @dataclass
@@ -54,8 +53,8 @@ class JobConfig:
     workers: int = 1
     store: str | None = None            # None: default_store()
     checkpoint: str | None = None
-    mcpu: str = "znver3"
-    osaca_arch: str = "ZEN3"
+    mcpu: str | None = None             # None: the best llvm-mca model for this CPU
+    osaca_arch: str | None = None       # None: OSACA's nearest model for this CPU
     simulated: bool = False
 
 
@@ -73,9 +72,13 @@ class JobReport:
     seconds: dict[str, float]
     pmevo_table: str
     notes: list[str] = field(default_factory=list)
+    cpu: dict | None = None                                  # CpuIdentity.as_json() on hardware
+    models: list[dict] = field(default_factory=list)         # ModelChoice.as_json() of each comparison tool
+    reference: dict | None = None                            # the host's published singles, if any
 
     def as_json(self) -> dict:
-        return {"machine": self.machine, "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
+        return {"machine": self.machine, "cpu": self.cpu, "models": self.models, "reference_singles": self.reference,
+                "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
                 "singles": self.singles, "accuracy": self.accuracy, "seconds": self.seconds, "notes": self.notes,
                 "held_out": [{"experiment": str(e), "measured": m,
                               **{k: v[i] for k, v in self.predictions.items()}}
@@ -125,9 +128,21 @@ def _per_copy(predictor, blocks) -> tuple[list[float | None], list[str]]:
             [p.error for p in preds if not p.ok])
 
 
+def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoice]:
+    """The llvm-mca and OSACA models to compare with: given in the config, else the best ones
+    for this microarchitecture (a nearest-model fallback says so in ``why``)."""
+    from pmsolve.anica.predictors import llvm_mca, osaca
+
+    mca = (ModelChoice("llvm-mca", config.mcpu, getattr(llvm_mca.find_llvm_mca(), "version", None), False,
+                       "chosen by the user") if config.mcpu else llvm_mca.model_for(uarch))
+    osa = ModelChoice("OSACA", config.osaca_arch, None, False, "chosen by the user") if config.osaca_arch \
+        else osaca.model_for(uarch)
+    return mca, osa
+
+
 def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | None]:
-    """Cycles per experiment copy from llvm-mca (:mod:`pmsolve.anica.predictors.llvm_mca`: all
-    blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
+    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.anica.predictors.llvm_mca`:
+    all blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
     from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
 
     if find_llvm_mca() is None:
@@ -190,7 +205,7 @@ def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> di
 
 
 def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
-    from pmsolve.harness.hardware import HardwareOracle, Settings, cpu_model
+    from pmsolve.harness.hardware import HardwareOracle, Settings
     from pmsolve.harness.peak import detect_peak_ipc
     from pmsolve.harness.store import MeasurementStore, StoredOracle
     from pmsolve.throughput import evaluate_many
@@ -208,7 +223,8 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     store_path = str(config.store or default_store())
     store = MeasurementStore(store_path)
     oracle = StoredOracle(hw, store)
-    _say(f"measuring {len(config.schemes)} schemes on {cpu_model()} (store {store_path})", quiet)
+    cpu = host_cpu()
+    _say(f"measuring {len(config.schemes)} schemes on {cpu.describe()} (store {store_path})", quiet)
     try:
         singles = dict(zip(config.schemes, oracle.measure([Experiment({s: 1}) for s in config.schemes])))
         fast = sorted((s for s in config.schemes if singles[s] < 0.9), key=singles.get)[:8]
@@ -226,22 +242,31 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
         hw.close()
     t3 = time.monotonic()
     blocks = [_block(hw.catalogue, e) for e in held]
+    mca, osa = comparison_models(config, cpu.microarchitecture)
     preds: dict[str, list[float | None]] = {
-        "pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)],
-        f"llvm-mca -mcpu={config.mcpu}": llvm_mca_predict(blocks, config.mcpu),
-    }
-    osaca, osaca_errors = osaca_predict(blocks, config.osaca_arch)
-    preds[f"OSACA {config.osaca_arch}"] = osaca
+        "pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)]}
+    notes = []
+    if mca.model:
+        preds[mca.label()] = llvm_mca_predict(blocks, mca.model)
+    if osa.model:
+        osaca, osaca_errors = osaca_predict(blocks, osa.model)
+        preds[osa.label()] = osaca
+        if osaca_errors:
+            notes.append(f"OSACA could not predict {len(osaca_errors)} held-out experiment(s), left out of its "
+                         f"accuracy (e.g. {osaca_errors[0]})")
+    for choice in (mca, osa):
+        notes.append(f"{choice.label()}: {choice.why}" + ("" if choice.own or not choice.model else " (fallback)"))
     seconds["predictors"] = time.monotonic() - t3
     seconds["total"] = time.monotonic() - t0
-    notes = [f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}"]
-    if osaca_errors:
-        notes.append(f"OSACA could not predict {len(osaca_errors)} held-out experiment(s), left out of its "
-                     f"accuracy (e.g. {osaca_errors[0]})")
+    notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}")
     noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
     notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
-    return JobReport(f"{cpu_model()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
-                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes)
+    ref = reference_singles(cpu.microarchitecture)
+    reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}
+                 if ref else None)
+    return JobReport(f"{cpu.describe()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
+                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.as_json(),
+                     models=[mca.as_json(), osa.as_json()], reference=reference)
 
 
 def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
@@ -271,10 +296,14 @@ def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
 def render(report: JobReport) -> str:
     lines = [f"machine: {report.machine}", "", report.pmevo_table, ""]
     lines.append(f"peak IPC (R_max): {report.peak_ipc:.2f}  ({report.peak_experiment})")
-    known = [(s, v, KNOWN_ZEN3[s]) for s, v in report.singles.items() if s in KNOWN_ZEN3]
-    if known and "hardware" in report.machine:
-        lines += ["", "singles vs known Zen 3 values (cycles per instruction):"]
-        lines += [f"  {s:<26} {v:7.3f}   known {k:5.3f}   {100 * (v - k) / k:+5.1f} %" for s, v, k in known]
+    ref = report.reference
+    known = [(s, v, ref["values"][s]) for s, v in report.singles.items() if ref and s in ref["values"]]
+    if known:
+        lines += ["", f"singles vs published values for this microarchitecture (cycles per instruction; "
+                      f"{ref['source'].split(';')[0]}):"]
+        lines += [f"  {s:<26} {v:7.3f}   published {k:5.3f}   {100 * (v - k) / k:+5.1f} %" for s, v, k in known]
+    elif report.cpu is not None:
+        lines += ["", "no published singles are shipped for this microarchitecture"]
     lines += ["", f"held-out: {len(report.held_out)} measured 4-5-instruction experiments"]
     lines.append(f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'Pearson':>8}")
     for name, acc in report.accuracy.items():

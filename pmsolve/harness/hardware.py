@@ -34,6 +34,7 @@ from typing import Iterator, Sequence
 
 from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.harness.allocation import allocate, body, unroll_factors
+from pmsolve.harness.cpu import host_cpu
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
 
@@ -74,8 +75,7 @@ def available() -> str | None:
     for tool in ("as", "objcopy", "nm"):
         if not shutil.which(tool):
             return f"the hardware oracle needs GNU binutils ({tool} is missing)"
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    if " avx " not in flags and " avx\n" not in flags:
+    if not host_cpu().has("avx"):
         return "the measurement frame needs AVX (vzeroupper, ymm registers)"
     return None
 
@@ -252,6 +252,7 @@ class HardwareOracle:
         self._worker: Worker | None = None
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
+        self.machine = host_cpu()
 
     # -- protocol
     @property
@@ -266,7 +267,7 @@ class HardwareOracle:
         raise ValidationError("the hardware oracle has no µop counter (no performance counters on this machine)")
 
     def describe(self) -> str:
-        return f"hardware oracle ({platform.node()}, {cpu_model()}, {len(self._schemes)} schemes)"
+        return f"hardware oracle ({platform.node()}, {self.machine.describe()}, {len(self._schemes)} schemes)"
 
     def fingerprint_settings(self) -> dict:
         return {"oracle": "hardware", **self.settings.key()}
@@ -531,14 +532,6 @@ def relative_spread(values: Sequence[float]) -> float:
     if len(v) >= 5:
         v = v[1:-1]
     return (v[-1] - v[0]) / med if med > 0 else 0.0
-
-
-def cpu_model() -> str:
-    try:
-        m = re.search(r"^model name\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
-        return m.group(1).strip() if m else platform.processor() or "unknown CPU"
-    except OSError:
-        return platform.processor() or "unknown CPU"
 
 
 def open_hardware(path: str, options: dict[str, str]):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import platform
 import re
 import sqlite3
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from pmsolve.errors import FormatError, PmsolveError
+from pmsolve.harness.cpu import host_cpu
 from pmsolve.model import Experiment, Measurement
 
 SCHEMA = """
@@ -50,19 +50,16 @@ CREATE TABLE IF NOT EXISTS measurements (
 
 
 def machine_description() -> dict[str, Any]:
-    """What identifies a machine's measurements: CPU model, flags, core count, kernel, arch."""
-    info: dict[str, Any] = {"arch": platform.machine(), "system": platform.system(), "cpus": os.cpu_count()}
+    """What identifies a machine's measurements: the CPU's identity (vendor, family, model,
+    stepping, microarchitecture, features, vCPUs; :mod:`pmsolve.harness.cpu`), its microcode
+    and the operating system."""
+    info: dict[str, Any] = {"system": platform.system(), **host_cpu().key()}
     try:
-        text = Path("/proc/cpuinfo").read_text()
-        for key in ("vendor_id", "model name", "cpu family", "model", "stepping", "microcode"):
-            m = re.search(rf"^{key}\s*:\s*(.*)$", text, re.M)
-            if m:
-                info[key] = m.group(1).strip()
-        m = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
+        m = re.search(r"^microcode\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
         if m:
-            info["flags"] = " ".join(sorted(m.group(1).split()))
+            info["microcode"] = m.group(1).strip()
     except OSError:
-        info["processor"] = platform.processor()
+        pass
     return info
 
 

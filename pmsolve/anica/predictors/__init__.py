@@ -6,8 +6,9 @@ error (``crash: …``, ``timeout: …``, ``garbage: …``, ``unsupported: …``)
 raise for a bad block. Open one from a spec string:
 
 =============================================  ==============================================
-``llvm-mca:CPU[?iterations=100&noalias=true``  llvm-mca with ``-mcpu=CPU`` (``znver3``,
-``&timeout=60]``                               ``znver1``, ``skylake``, …), many blocks per call
+``llvm-mca:CPU[?iterations=100&noalias=true``  the newest installed llvm-mca with ``-mcpu=CPU``
+``&timeout=60]``, ``llvm-mca-NN:CPU``           (``znver5``, ``skylake``, …), many blocks per call;
+                                               ``llvm-mca-14:znver3`` pins LLVM 14
 ``osaca:ARCH[?lcd=true&timeout=10]``           OSACA's Python API (``ZEN3``, ``ZEN2``, ``SKX``, …)
 ``mapping:FILE[?r_max=5&names=explainable]``   pmsolve's bottleneck formula on a mapping file in
                                                any format (scheme names bridged from the catalogue)
@@ -29,6 +30,7 @@ raise for a bad block. Open one from a spec string:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -54,7 +56,9 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     if "?" in kind:                         # hardware?rounds=3
         kind, _, query = kind.partition("?")
         rest = "?" + query
-    if kind not in SPEC_KINDS:
+    if re.fullmatch(r"llvm-mca-\d+", kind):    # llvm-mca-14:znver3 pins the LLVM version
+        pass
+    elif kind not in SPEC_KINDS:
         raise ValidationError(f"unknown predictor {spec!r}: the kind must be one of {', '.join(SPEC_KINDS)}")
     if kind == "cmd":
         return kind, rest, {}
@@ -98,13 +102,14 @@ def open_predictor(spec: str, *, cache: str | Path | PredictionCache | None = No
     kind, arg, options = parse_spec(spec)
     b = lambda where: (lambda v: _bool(v, f"{spec} {where}"))  # noqa: E731
     p: Predictor
-    if kind == "llvm-mca":
+    if kind.startswith("llvm-mca"):
         from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor
 
         if not arg:
             raise ValidationError("llvm-mca predictor needs a CPU: llvm-mca:znver3")
         o = _options(spec, options, {"iterations": int, "noalias": b("noalias"), "timeout": float})
-        p = LlvmMcaPredictor(arg, **o)
+        version = int(kind.split("-")[2]) if kind.count("-") == 2 else None
+        p = LlvmMcaPredictor(arg, version=version, **o)
     elif kind == "osaca":
         from pmsolve.anica.predictors.osaca import OsacaPredictor
 

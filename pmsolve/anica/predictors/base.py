@@ -27,6 +27,27 @@ class Prediction:
         return self.cycles is not None and self.error is None
 
 
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which model of a comparison tool stands in for a CPU: ``model`` (an ``-mcpu`` or OSACA
+    architecture, None when none fits), the tool's ``version``, whether it is the CPU's ``own``
+    model or only the nearest one, and ``why`` in words (shown in reports and ``--json``)."""
+
+    tool: str
+    model: str | None
+    version: int | str | None
+    own: bool
+    why: str
+
+    def label(self) -> str:
+        tool = f"{self.tool}-{self.version}" if self.tool == "llvm-mca" and self.version else self.tool
+        return f"{tool} {self.model}" if self.model else f"{tool} (none)"
+
+    def as_json(self) -> dict:
+        return {"tool": self.tool, "model": self.model, "version": self.version, "own": self.own,
+                "fallback": not self.own, "why": self.why}
+
+
 @runtime_checkable
 class Predictor(Protocol):
     """Anything that predicts basic-block throughput.

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from pmsolve.harness.cpu import announce_measuring
 from pmsolve.errors import FormatError, ValidationError
 
 
@@ -40,6 +41,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     blocks = _blocks(args)
     predictors = [open_predictor(s, cache=args.cache) for s in args.predictor]
+    announce_measuring(*predictors)
     total = len(predictors) * len({b.key for b in blocks})
     done: dict[str, int] = {}
 

@@ -22,37 +22,114 @@ error; a hang is bounded by a subprocess timeout that grows with the batch.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
-import shutil
 import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, bisect_failures
+from pmsolve.anica.predictors.base import ModelChoice, Prediction, bisect_failures
 from pmsolve.errors import ValidationError
+from pmsolve.harness.cpu import Microarchitecture
 
 _LINE_ERROR = re.compile(r"^<stdin>:(\d+):\d+: error: (.*)$", re.M)
 
 
-def find_llvm_mca() -> str | None:
-    for exe in ("llvm-mca", *(f"llvm-mca-{v}" for v in range(20, 9, -1))):
-        path = shutil.which(exe)
-        if path:
-            return path
+@dataclass(frozen=True)
+class LlvmMca:
+    """One installed llvm-mca: its path, LLVM major version and the ``-mcpu`` values it knows."""
+
+    path: str
+    version: int
+    cpus: frozenset[str]
+
+
+def _version(path: str) -> int | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"LLVM version (\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def _cpus(path: str) -> frozenset[str]:
+    try:
+        p = subprocess.run([path, "-mcpu=help", "-mtriple=x86_64-unknown-linux-gnu"], input="",
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    text = p.stdout + p.stderr
+    head, _, _ = text.partition("Available features")
+    return frozenset(m.group(1) for m in re.finditer(r"^\s+([a-z0-9][a-z0-9_.-]*)\s+- Select", head, re.M))
+
+
+@lru_cache(maxsize=1)
+def installations() -> tuple[LlvmMca, ...]:
+    """Every llvm-mca on PATH (``llvm-mca``, ``llvm-mca-NN``) and in ``/usr/lib/llvm-NN/bin``,
+    newest LLVM first; one per version."""
+    paths: list[str] = []
+    for d in os.environ.get("PATH", "").split(os.pathsep) + sorted(glob.glob("/usr/lib/llvm-*/bin")):
+        for f in sorted(glob.glob(os.path.join(d, "llvm-mca*"))):
+            if re.fullmatch(r"llvm-mca(-\d+)?", os.path.basename(f)) and os.access(f, os.X_OK):
+                paths.append(os.path.realpath(f))
+    found: dict[int, LlvmMca] = {}
+    for path in dict.fromkeys(paths):
+        v = _version(path)
+        if v is not None and v not in found:
+            found[v] = LlvmMca(path, v, _cpus(path))
+    return tuple(sorted(found.values(), key=lambda x: -x.version))
+
+
+def find_llvm_mca(version: int | None = None) -> LlvmMca | None:
+    """The newest installed llvm-mca (or the one of LLVM ``version``), None when there is none."""
+    for inst in installations():
+        if version is None or inst.version == version:
+            return inst
     return None
 
 
+def model_for(uarch: Microarchitecture | None) -> ModelChoice:
+    """The newest llvm-mca and the best ``-mcpu`` it knows for a microarchitecture (its own model,
+    else the nearest older one, said as a fallback); ``model`` is None when none fits."""
+    newest = find_llvm_mca()
+    if newest is None:
+        return ModelChoice("llvm-mca", None, None, False, "llvm-mca is not installed (Debian: apt-get install llvm-19)")
+    if uarch is None:
+        return ModelChoice("llvm-mca", None, newest.version, False,
+                           "unknown microarchitecture: no llvm-mca model is known to match this CPU")
+    for rank, cpu in enumerate(uarch.llvm_mcpu):
+        if cpu in newest.cpus:
+            own = rank == 0 and uarch.own_llvm
+            why = (f"{uarch.name}'s own model" if own else
+                   f"nearest model to {uarch.name}" + (f": LLVM {newest.version} has no -mcpu={uarch.llvm_mcpu[0]}"
+                                                     if rank else ""))
+            return ModelChoice("llvm-mca", cpu, newest.version, own, why)
+    return ModelChoice("llvm-mca", None, newest.version, False,
+                       f"LLVM {newest.version}'s llvm-mca knows none of {', '.join(uarch.llvm_mcpu)}")
+
+
 class LlvmMcaPredictor:
-    """``llvm-mca:CPU`` — any ``-mcpu`` llvm-mca knows (``znver3``, ``skylake``, ...)."""
+    """``llvm-mca:CPU`` — any ``-mcpu`` the newest installed llvm-mca knows (``znver5``, ``skylake``,
+    ...); ``llvm-mca-14:CPU`` pins LLVM 14. The name carries the LLVM version, because two versions
+    answer differently and caches must not mix them."""
 
     def __init__(self, mcpu: str, *, iterations: int = 100, noalias: bool = True, timeout: float = 60.0,
-                 per_block_timeout: float = 0.05, exe: str | None = None, batch: int = 2000):
-        self.exe = exe or find_llvm_mca()
-        if self.exe is None:
-            raise ValidationError("llvm-mca is not installed (Debian: apt-get install llvm)")
+                 per_block_timeout: float = 0.05, version: int | None = None, batch: int = 2000):
+        inst = find_llvm_mca(version)
+        if inst is None:
+            raise ValidationError("llvm-mca is not installed (Debian: apt-get install llvm-19)" if version is None
+                                  else f"llvm-mca of LLVM {version} is not installed (Debian: apt-get install "
+                                       f"llvm-{version}); installed: "
+                                       f"{', '.join(str(i.version) for i in installations()) or 'none'}")
         if iterations < 1:
             raise ValidationError(f"llvm-mca: iterations must be positive, got {iterations}")
+        self.exe = inst.path
+        self.version = inst.version
         self.mcpu = mcpu
         self.iterations = iterations
         self.noalias = noalias
@@ -60,6 +137,9 @@ class LlvmMcaPredictor:
         self.per_block_timeout = per_block_timeout
         self.batch = max(1, batch)
         self.calls = 0
+        if inst.cpus and mcpu not in inst.cpus:
+            raise ValidationError(f"LLVM {inst.version}'s llvm-mca does not know -mcpu={mcpu} "
+                                  f"(list them with: {self.exe} -mcpu=help -mtriple=x86_64 </dev/null)")
         self._check_cpu()
 
     @property
@@ -67,7 +147,7 @@ class LlvmMcaPredictor:
         extra = "" if self.iterations == 100 else f"?iterations={self.iterations}"
         if not self.noalias:
             extra += ("&" if extra else "?") + "noalias=false"
-        return f"llvm-mca:{self.mcpu}{extra}"
+        return f"llvm-mca-{self.version}:{self.mcpu}{extra}"
 
     def _args(self) -> list[str]:
         return [self.exe, f"-mcpu={self.mcpu}", f"-iterations={self.iterations}", f"-noalias={str(self.noalias).lower()}",

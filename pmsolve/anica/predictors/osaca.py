@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Sequence
 
 from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.anica.predictors.base import ModelChoice, Prediction
 from pmsolve.errors import ValidationError
+from pmsolve.harness.cpu import Microarchitecture
 
 
 class _Worker:
@@ -76,6 +77,35 @@ class _Worker:
                 f.close()
             except OSError:
                 pass
+
+
+def available_models() -> frozenset[str]:
+    """OSACA's machine models (``ZEN4``, ``SKX``, ...): its data files, without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("osaca")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    data = Path(list(spec.submodule_search_locations)[0]) / "data"
+    return frozenset(f.stem.upper() for f in data.glob("*.yml"))
+
+
+def model_for(uarch: Microarchitecture | None) -> ModelChoice:
+    """OSACA's model for a microarchitecture: its own, else the nearest one (said as such)."""
+    import importlib.metadata
+
+    models = available_models()
+    if not models:
+        return ModelChoice("OSACA", None, None, False, "OSACA is not installed (pip install 'pmsolve[predictors]')")
+    version = importlib.metadata.version("osaca")
+    if uarch is None:
+        return ModelChoice("OSACA", None, version, False, "unknown microarchitecture: no OSACA model is known to match")
+    for rank, arch in enumerate(uarch.osaca):
+        if arch in models:
+            own = rank == 0 and uarch.own_osaca
+            why = f"{uarch.name}'s own model" if own else f"nearest model to {uarch.name} (OSACA {version} has none of its own)"
+            return ModelChoice("OSACA", arch, version, own, why)
+    return ModelChoice("OSACA", None, version, False, f"OSACA {version} has none of {', '.join(uarch.osaca)}")
 
 
 class OsacaPredictor:

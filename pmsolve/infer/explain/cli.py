@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pmsolve.harness.cpu import announce_measuring
 from pmsolve.errors import FormatError, UnknownNameError, ValidationError
 
 EPILOG = """\
@@ -116,6 +117,7 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
     get_hook(args.uop_hook)
     k_rule(args.k_rule)  # validate before measuring anything
     oracle = open_oracle(args.oracle)
+    announce_measuring(oracle)
     state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
 
     def progress(msg: str) -> None:
