@@ -117,7 +117,8 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
     get_hook(args.uop_hook)
     k_rule(args.k_rule)  # validate before measuring anything
     oracle = open_oracle(args.oracle)
-    announce_measuring(oracle)
+    if oracle.has_uop_counter or args.throughput_only:   # else explain() refuses at once
+        announce_measuring(oracle)
     state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
 
     def progress(msg: str) -> None:
