@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 KERNEL = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
 MEMORY_SIZE = 1 << 16
 CAL_CHAIN = 200  # dependent adds per calibration iteration
+PAIRS = 2        # runs of T(n) and T(2n) per sample (their minima are used)
 
 
 def fill_memory(buf: mmap.mmap) -> None:
@@ -55,12 +56,17 @@ class Executor:
     def run(self, name: str, n: int) -> int:
         return self.funcs[name](n, self.mem_addr)
 
-    def diff(self, name: str, n: int) -> float:
-        """Ticks per iteration from T(2n) - T(n). An interruption during T(n) can make the
-        difference non-positive; such pairs are repeated (a few times)."""
+    def diff(self, name: str, n: int, pairs: int = PAIRS) -> float:
+        """Ticks per iteration from min T(2n) − min T(n) over ``pairs`` interleaved runs of each.
+        An interruption only ever adds ticks to a run, so the minima are the undisturbed times;
+        a single T(2n) − T(n) is too small whenever T(n) was interrupted (seen: 0.09 cycles for
+        a 0.25-cycle kernel under load). Non-positive differences are repeated a few times."""
         for _ in range(8):
-            t1 = self.run(name, n)
-            t2 = self.run(name, 2 * n)
+            t1 = t2 = None
+            for _ in range(pairs):
+                a, b = self.run(name, n), self.run(name, 2 * n)
+                t1 = a if t1 is None else min(t1, a)
+                t2 = b if t2 is None else min(t2, b)
             if t2 > t1:
                 return (t2 - t1) / n
         raise RuntimeError(f"{name}: T(2n) never exceeded T(n) in 8 tries (n={n})")
