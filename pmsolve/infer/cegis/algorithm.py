@@ -117,6 +117,8 @@ class CegisOptions:
       (µops = all port sets with counts ≤ ``max_count``; Fig. 4.3 — works, but expensive);
     * ``epsilon``: CPI noise bound ε (sec. 4.3); ``r_max``: front-end limit (instructions/cycle);
     * ``initial``: "singletons" (sec. 4.3), "pairs" (singletons + every pair) or "none";
+      ``extra_initial``: further experiments measured before the first candidate (e.g. the
+      pairs an earlier stage measured anyway: they cost nothing and prune early);
     * ``max_bound``: largest stratified experiment size of the joint strategy, ``screen_bound``
       the size up to which the split strategy screens experiments; ``final_bound``: the size of
       the last, large check (the dissertation's unbounded run);
@@ -143,6 +145,7 @@ class CegisOptions:
     backend: str | None = None
     strategy: str = "split"
     initial: str = "singletons"
+    extra_initial: Sequence[Experiment] = ()
     symmetry: bool = True
     max_bound: int = 6
     screen_bound: int = 4
@@ -386,7 +389,11 @@ class Cegis:
             out += [Experiment({i: 1}) for i in insns]
         if self.o.initial == "pairs":
             out += [Experiment({a: 1, b: 1}) for a, b in combinations(insns, 2)]
-        return out
+        known = set(insns)
+        for e in self.o.extra_initial:
+            if not set(e) <= known:
+                raise ValidationError(f"CEGIS: initial experiment {e} uses instructions outside the inferred ones")
+        return list(dict.fromkeys(out + list(self.o.extra_initial)))
 
     # ----- solver steps
     def _check(self, what: str, extra: Sequence[Any] = ()) -> Any:

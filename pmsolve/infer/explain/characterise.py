@@ -1,19 +1,36 @@
 """Stage 7 (sec. 6.1, 6.2.2, 6.3.5): every other scheme against the blocking suite.
 
-For a blocking instruction B of port set Q (in topological order) and k copies of it
-(the uops.info ``k`` rule), the µops of scheme i that cannot evade Q each add 1/|Q| cycles:
+For a blocking instruction B of port set Q (in topological order) and k copies of it, the µops
+of scheme i that cannot evade Q each add 1/|Q| cycles:
 
     non-evading(i, Q) = (tp⁻¹({B↦k, i↦1}) − tp⁻¹({B↦k})) · |Q|
 
 Those are the µops whose port set lies inside Q; subtracting the µops already found on proper
-subsets of Q leaves the µops that use exactly Q (Alg. 6.1, lines 6-11). The found µops are then
-checked against the µop counter and the final mapping must reproduce every measured experiment
-of the scheme; otherwise the scheme is a misfit with the experiments that show why.
+subsets of Q leaves the µops that use exactly Q (Alg. 6.1, lines 6-11).
+
+k must flood Q: k ≥ |Q|·µops(i) suffices (Constraint 6.1; with fewer copies µops that could
+evade are pushed onto Q and the estimate comes out too high, never too low).
+
+* **With a µop counter** k follows the chosen rule (:data:`pmsolve.strategy.K_RULES`) and the
+  found µops are checked against the count.
+* **Without one** the count is what is being found. Pass 1 guesses µops(i) from tp⁻¹(i); a pass
+  whose µops total exceeds its guess is repeated with that total (estimates only fall as k
+  grows, so this settles in two passes), and the final estimates are taken with k tight to the
+  total, because the estimate's noise grows with k. An estimate that is not clearly a whole
+  number is measured again with other k (fresh experiments) and averaged. The µops found must
+  then reproduce the singleton and experiments that were *not* used to derive them (the scheme
+  with blocking instructions of the sets it uses, at other ratios); the margins of the
+  estimates give a confidence per scheme.
+
+Misfits carry the experiments that show why.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -26,96 +43,324 @@ from pmsolve.strategy import k_rule
 from pmsolve.throughput import batch_inverse_throughput
 
 Progress = Callable[[str], None]
+Suite = list[tuple[str, frozenset[str]]]
 
 
-def plan(insns: list[str], suite: list[tuple[str, frozenset[str]]], single: dict[str, Any],
-         o: ExplainOptions, run: int) -> dict[str, list[tuple[str, frozenset[str], int]]]:
-    """(blocking instruction, Q, k) per scheme; run r adds r copies (independent samples)."""
+def flooding_copies(q: int, uops: int, per_copy: int, r_max: float | None) -> int:
+    """Copies of a blocking instruction (``per_copy`` µops on Q each) that flood Q against
+    ``uops`` µops: |Q|·uops µops on Q (Constraint 6.1), and enough that the blocked ports, not
+    the front end, set the pace: k/|Q| > (k+1)/R_max."""
+    k = max(1, math.ceil(q * uops / per_copy))
+    if r_max is not None and q * per_copy < r_max:
+        k = max(k, math.floor(q / (r_max / per_copy - q)) + 1)
+    return k
+
+
+@dataclass
+class Probe:
+    """One scheme against one blocking set: its samples ``(experiment, baseline, t, t0)``.
+
+    The baseline of a sample is the blocking copies alone. With ``rate`` (the fitted tp⁻¹ of one
+    blocking copy, from all of that instruction's baselines) the estimate uses k·rate instead of
+    the one measured baseline, which halves its variance."""
+
+    blocker: str
+    q: frozenset[str]
+    samples: list[tuple[Experiment, Experiment, float, float]] = field(default_factory=list)
+    rate: float | None = None
+
+    def copies(self, n: int = -1) -> int:
+        return dict(self.samples[n][1].items())[self.blocker]
+
+    def estimates(self) -> list[float]:
+        if self.rate is None:
+            return [(t - t0) * len(self.q) for _, _, t, t0 in self.samples]
+        return [(t - self.copies(j) * self.rate) * len(self.q) for j, (_, _, t, _) in enumerate(self.samples)]
+
+    @property
+    def x(self) -> float:
+        return float(np.mean(self.estimates()))
+
+    def margin(self) -> float:
+        """How clearly the estimate is a whole number: 1 at an integer, 0 halfway between."""
+        return max(0.0, 1 - 2 * abs(self.x - round(self.x)))
+
+
+def plan(insns: list[str], suite: Suite, single: dict[str, Any], o: ExplainOptions,
+         run: int) -> dict[str, list[tuple[str, frozenset[str], int]]]:
+    """(blocking instruction, Q, k) per scheme with a µop count; run r adds r copies."""
     rule = k_rule(o.k_rule)
+    n_ports = o.ports or len({p for _, q in suite for p in q})
     out = {}
     for i in insns:
         tp = Fraction(single[i]["tp"]).limit_denominator(1000)
         n = max(1, round(single[i]["uops"]))
-        out[i] = [(b, q, rule(len(q), o.ports, tp, n) + run) for b, q in suite]
+        out[i] = [(b, q, rule(len(q), n_ports, tp, n) + run) for b, q in suite]
     return out
 
 
-def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: list[tuple[str, frozenset[str]]],
-                 single: dict[str, Any], r_max: float | None, o: ExplainOptions, run: int,
-                 progress: Progress, chunk: int = 200, on_chunk: Callable[[], None] | None = None
-                 ) -> dict[str, Explanation]:
+def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Suite, single: dict[str, Any],
+                 r_max: float | None, o: ExplainOptions, run: int, progress: Progress, chunk: int = 200,
+                 on_chunk: Callable[[], None] | None = None) -> dict[str, Explanation]:
     """One run of the characterisation over ``insns``; measurements in batches of ``chunk``
     schemes (``on_chunk`` is called after each, to checkpoint)."""
-    plans = plan(insns, suite, single, o, run)
+    counted = all(single[i].get("uops") is not None for i in insns)
+    plans = plan(insns, suite, single, o, run) if counted else {}
     out: dict[str, Explanation] = {}
     for lo in range(0, len(insns), chunk):
         part = insns[lo:lo + chunk]
-        exps = [e for i in part for b, _, k in plans[i] for e in (Experiment({b: k, i: 1}), Experiment({b: k}))]
-        oracle.measure(exps)  # one batch; the values are read back from the cache below
-        for i in part:
-            out[i] = _one(oracle, i, plans[i], blocking, single[i], r_max, o)
+        if counted:
+            exps = [e for i in part for b, _, k in plans[i] for e in (Experiment({b: k, i: 1}), Experiment({b: k}))]
+            oracle.measure(exps)  # one batch; the values are read back from the cache below
+            for i in part:
+                out[i] = _counted(oracle, i, plans[i], blocking, single[i], r_max, o)
+        else:
+            out.update(_uncounted(oracle, part, blocking, suite, single, r_max, o, run))
         if on_chunk:
             on_chunk()
         progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised")
     return out
 
 
-def _one(oracle: Any, i: str, steps: list[tuple[str, frozenset[str], int]], blocking: PortMapping,
-         single: dict[str, Any], r_max: float | None, o: ExplainOptions) -> Explanation:
-    counted = round(single["uops"])
+def _found(probes: list[Probe]) -> tuple[dict[frozenset[str], int], Misfit | None]:
+    """µops per exact port set (Alg. 6.1 lines 6-11) from rounded estimates, or why not."""
     found: dict[frozenset[str], int] = {}
-    raw: list[tuple[Experiment, Experiment, float, float, frozenset[str], float]] = []
-    problem: Misfit | None = None
+    for p in probes:
+        n = round(p.x)
+        surplus = n - sum(m for q, m in found.items() if q < p.q)
+        if surplus < 0:
+            e, base, t, t0 = p.samples[-1]
+            return found, Misfit("outside the model", f"fewer µops stay on [{','.join(sort_ports(p.q))}] ({n}) than "
+                                 f"on its subsets ({n - surplus})", ((e, t), (base, t0)))
+        if surplus > 0:
+            found[p.q] = surplus
+    return found, None
+
+
+def _counted(oracle: Any, i: str, steps: list[tuple[str, frozenset[str], int]], blocking: PortMapping,
+             single: dict[str, Any], r_max: float | None, o: ExplainOptions) -> Explanation:
+    counted = round(single["uops"])
+    probes = []
     for b, q, k in steps:
         e, base = Experiment({b: k, i: 1}), Experiment({b: k})
         t, t0 = oracle.measure([e, base])
-        x = (t - t0) * len(q)
-        raw.append((e, base, t, t0, q, x))
-        n = round(x)
-        if problem is None and abs(x - n) > o.integrality:
-            problem = Misfit("outside the model", f"{x:.3g} µops cannot evade [{','.join(sort_ports(q))}]: "
-                             "not a whole number", ((e, t), (base, t0)))
-        surplus = n - sum(m for p, m in found.items() if p < q)
-        if surplus < 0 and problem is None:
-            problem = Misfit("outside the model", f"fewer µops stay on [{','.join(sort_ports(q))}] ({n}) than on "
-                             f"its subsets ({n - surplus})", ((e, t), (base, t0)))
-        if surplus > 0:
-            found[q] = surplus
+        probes.append(Probe(b, q, [(e, base, t, t0)]))
+    problem = next((Misfit("outside the model", f"{p.x:.3g} µops cannot evade [{','.join(sort_ports(p.q))}]: "
+                           "not a whole number", ((p.samples[0][0], p.samples[0][2]), (p.samples[0][1], p.samples[0][3])))
+                    for p in probes if abs(p.x - round(p.x)) > o.integrality), None)
+    found, misfit = _found(probes)
+    problem = problem or misfit
     total = sum(found.values())
     singleton = Experiment({i: 1})
     if problem is None and total > counted:
         problem = Misfit("micro-coded", f"{total} µops on blocked ports but the counter reports {counted}",
-                         tuple((e, t) for e, _, t, _, q, _ in raw if q in found))
+                         tuple((p.samples[0][0], p.samples[0][2]) for p in probes if p.q in found))
     if problem is None and total < counted:
         problem = Misfit("outside the model", f"the counter reports {counted} µops but only {total} stay on "
                          "the ports of a blocking instruction: the others evade every one",
                          ((singleton, single["tp"]),))
     if problem is not None:
-        return Explanation(misfit=problem, counted=counted, others=tuple(_witness(r, None, None) for r in raw))
-    # the final mapping of this scheme must reproduce everything measured about it
+        return Explanation(misfit=problem, counted=counted, others=tuple(_witness(p, None, None) for p in probes))
+    return _checked(i, found, probes, blocking, single, r_max, o, [], counted)
+
+
+def _checked(i: str, found: dict[frozenset[str], int], probes: list[Probe], blocking: PortMapping,
+             single: dict[str, Any], r_max: float | None, o: ExplainOptions,
+             held: list[tuple[Experiment, float]], counted: int | None, oracle: Any = None) -> Explanation:
+    """The scheme's mapping must reproduce everything measured about it: the experiments it
+    was derived from and the ``held`` ones it was not. With an ``oracle``, an experiment that
+    misses is measured once more as a fresh sample (every count doubled, which doubles tp⁻¹ in
+    the model) and counts as missed only when that misses too."""
     uops = [(q, n) for q, n in found.items()]
-    m = PortMapping(blocking.ports, {**{b: blocking.uops[b] for b, _, _ in steps}, i: uops})
-    exps = [singleton] + [x for r in raw for x in (r[0], r[1])]
-    modelled = batch_inverse_throughput([(m, e) for e in exps], r_max)
-    measured = [single["tp"]] + [x for r in raw for x in (r[2], r[3])]
-    bad = [(e, t) for e, t, mt in zip(exps, measured, modelled)
-           if abs(t - mt) > max(o.epsilon * e.size, o.tolerance * t)]
+    singleton = Experiment({i: 1})
+    involved = {p.blocker for p in probes} | {b for e, _ in held for b in e if b != i}
+    m = PortMapping(blocking.ports, {**{b: blocking.uops[b] for b in involved}, i: uops})
+    derived = [(singleton, single["tp"])] + [(x, v) for p in probes for e, b, t, t0 in p.samples
+                                              for x, v in ((e, t), (b, t0))]
+    exps = [e for e, _ in derived + held]
+    modelled = [float(v) for v in batch_inverse_throughput([(m, e) for e in exps], r_max)]
+    mod = dict(zip(exps, modelled))
+
+    def off(e: Experiment, t: float) -> bool:
+        return abs(t - mod[e]) > max(o.epsilon * e.size, o.tolerance * t)
+
+    def missed(items: list[tuple[Experiment, float]]) -> list[tuple[Experiment, float]]:
+        bad = [(e, t) for e, t in items if off(e, t)]
+        if not bad or oracle is None:
+            return bad
+        again = oracle.measure([Experiment({n: 2 * c for n, c in e.items()}) for e, _ in bad])
+        return [(e, t) for (e, t), t2 in zip(bad, again) if off(e, t2 / 2)]
+
+    if held and missed([(singleton, single["tp"])]):
+        slower = single["tp"] > mod[singleton]
+        why = ("slower than its µops explain: a bottleneck other than the ports (e.g. an unpipelined unit or "
+               "microcode)" if slower else "faster than its µops allow")
+        return Explanation(misfit=Misfit("outside the model", f"alone it runs at {single['tp']:.4g} cycles, "
+                                         f"{why}; the blocked ports hold {_fmt(uops)} (modelled {mod[singleton]:.4g})",
+                                         ((singleton, single["tp"]),)),
+                           counted=counted, others=tuple(_witness(p, None, None) for p in probes))
+    bad = missed(derived)
     if bad:
         return Explanation(misfit=Misfit("unsatisfiable", f"the µops {_fmt(uops)} found with the blocking "
                                          f"instructions do not reproduce {len(bad)} measured experiment(s)",
                                          tuple(bad)), counted=counted)
-    mod = dict(zip(exps, map(float, np.asarray(modelled))))
-    witnesses = {uop_key(q): (_witness(r, mod[r[0]], mod[r[1]]),) for r in raw for q in [r[4]] if q in found}
+    bad = missed(held)
+    if bad:
+        return Explanation(misfit=Misfit("unsatisfiable", f"the µops {_fmt(uops)} do not reproduce {len(bad)} "
+                                         f"experiment(s) not used to derive them (modelled "
+                                         f"{', '.join(f'{mod[e]:.4g}' for e, _ in bad)})", tuple(bad)),
+                           counted=counted, others=tuple(_witness(p, None, None) for p in probes))
+    witnesses = {uop_key(p.q): tuple(_witness(p, mod[e], mod[b]) for e, b, _, _ in p.samples[-1:])
+                 for p in probes if p.q in found}
     sw = Witness("singleton", singleton, single["tp"], mod[singleton])
     witnesses = {k: (sw,) + v for k, v in witnesses.items()}
-    others = tuple(_witness(r, mod[r[0]], mod[r[1]]) for r in raw if r[4] not in found)
+    witnesses.update({uop_key(q): witnesses.get(uop_key(q), (sw,)) for q in found})
+    checks = tuple(Witness("check", e, t, mod[e]) for e, t in held)
+    others = tuple(_witness(p, mod[p.samples[-1][0]], mod[p.samples[-1][1]]) for p in probes
+                   if p.q not in found) + checks
     canon = tuple(sorted(((tuple(sort_ports(q)), n) for q, n in found.items()), key=lambda x: (len(x[0]), x[0])))
-    return Explanation(canon, witnesses, others, None, counted, "characterised")
+    confidence = min((p.margin() for p in probes), default=1.0) if counted is None else None
+    return Explanation(canon, witnesses, others, None, counted, "characterised", confidence)
 
 
-def _witness(r: tuple, mod: float | None, mod0: float | None) -> Witness:
-    e, base, t, t0, q, x = r
-    return Witness("blocking", e, t, mod, base, t0, mod0, tuple(sort_ports(q)), round(x, 4))
+# ---------------------------------------------------------------------------- without a µop counter
+
+def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite, single: dict[str, Any],
+               r_max: float | None, o: ExplainOptions, run: int) -> dict[str, Explanation]:
+    """Rounds over a chunk of schemes, each round one measurement batch (see the module doc).
+
+    The flooding count starts from a guess (2·tp⁻¹(i) µops); when the µops found exceed the
+    guess, the scheme is measured again with that many (earlier samples may have pushed
+    evading µops onto Q and are discarded). A probe whose estimate is not clearly the number
+    of µops the fit puts on Q gets fresh samples (one more copy each time), up to
+    ``remeasure``; the estimate is their mean."""
+    on_q = {(b, q): sum(int(n) for u, n in blocking.uop_masses(Experiment({b: 1})).items() if u <= q)
+            for b, q in suite}
+
+    def sample(i: str, p: Probe, k: int) -> None:
+        p.samples.append((Experiment({p.blocker: k, i: 1}), Experiment({p.blocker: k}), math.nan, math.nan))
+
+    def start(i: str, n: int) -> list[Probe]:
+        ps = [Probe(b, q) for b, q in suite]
+        for p in ps:
+            sample(i, p, flooding_copies(len(p.q), n, on_q[(p.blocker, p.q)], r_max) + run)
+        return ps
+
+    guess = {i: min(o.max_uops, max(1, round(2 * single[i]["tp"]))) for i in part}
+    probes = {i: start(i, guess[i]) for i in part}
+    pending = [p for ps in probes.values() for p in ps]
+    found: dict[str, dict[frozenset[str], int]] = {}
+    tightened: set[str] = set()
+    for _ in range(o.remeasure + 4):
+        exps = [x for p in pending for e, b, t, _ in p.samples if t != t for x in (e, b)]
+        values = dict(zip(exps, oracle.measure(exps)))
+        for p in pending:
+            p.samples = [(e, b, values[e], values[b]) if t != t else (e, b, t, t0) for e, b, t, t0 in p.samples]
+        _fit_rates([p for ps in probes.values() for p in ps])
+        pending = []
+        for i in part:
+            found[i] = fit_uops(probes[i])
+            total = max(1, sum(found[i].values()))
+            if total > guess[i] and total <= o.max_uops or total < guess[i] and i not in tightened:
+                # too few copies for this many µops, or more than needed (their noise grows with
+                # k): measure again with the copies these µops need
+                tightened.add(i)
+                guess[i] = total
+                probes[i] = start(i, total)
+                pending += probes[i]
+                continue
+            for p in probes[i]:
+                on = sum(n for q, n in found[i].items() if q <= p.q)
+                if abs(p.x - on) > o.clear and len(p.samples) <= o.remeasure:
+                    sample(i, p, p.copies() + 1)
+                    pending.append(p)
+        if not pending:
+            break
+    held = {i: _held_out(i, found[i], suite, on_q, r_max, run) for i in part}
+    exps = [e for hs in held.values() for e in hs]
+    values = dict(zip(exps, oracle.measure(exps)))
+    out = {}
+    for i in part:
+        ps, f = probes[i], found[i]
+        problem = next((Misfit("outside the model", f"{p.x:.3g} µops cannot evade [{','.join(sort_ports(p.q))}], "
+                               f"but the µops found put {sum(n for q, n in f.items() if q <= p.q)} there "
+                               f"({len(p.samples)} measurement(s))",
+                               tuple((x, v) for e, b, t, t0 in p.samples for x, v in ((e, t), (b, t0))))
+                        for p in ps if abs(p.x - sum(n for q, n in f.items() if q <= p.q)) > o.integrality), None)
+        if problem is None and not f:
+            problem = Misfit("outside the model", "no µop stays on the ports of any blocking instruction: it runs "
+                             "on no port (an eliminated move or idiom) or only on ports no blocking instruction "
+                             "isolates", ((Experiment({i: 1}), single[i]["tp"]),))
+        if problem is not None:
+            out[i] = Explanation(misfit=problem, others=tuple(_witness(p, None, None) for p in ps))
+            continue
+        out[i] = _checked(i, f, ps, blocking, single[i], r_max, o, [(e, values[e]) for e in held[i]], None, oracle)
+    return out
+
+
+def _fit_rates(probes: list[Probe]) -> None:
+    """Each blocking instruction's tp⁻¹ per copy: the median over all its measured baselines."""
+    ratios: dict[str, list[float]] = {}
+    for p in probes:
+        for j, (_, _, _, t0) in enumerate(p.samples):
+            if t0 == t0:
+                ratios.setdefault(p.blocker, []).append(t0 / p.copies(j))
+    for p in probes:
+        p.rate = float(np.median(ratios[p.blocker])) if p.blocker in ratios else None
+
+
+def fit_uops(probes: list[Probe]) -> dict[frozenset[str], int]:
+    """Whole µop counts per blocked set that best explain all of a scheme's estimates at once:
+    the estimate for Q should be the µops on Q and its subsets. Weighted least squares (an
+    estimate's noise grows with the copies k; more samples shrink it) from Alg. 6.1's rounded
+    subset chain, improved by ±1 steps while the error falls."""
+    sets = [p.q for p in probes]
+    xs = [p.x for p in probes]
+    w = [len(p.samples) / (p.copies() + max(p.x, 0)) ** 2 for p in probes]
+    subs = [[b for b, qb in enumerate(sets) if qb <= qa] for qa in sets]
+    n = [0] * len(sets)
+    for a in range(len(sets)):   # topological order: every subset of a set comes first
+        n[a] = max(0, round(xs[a] - sum(n[b] for b in subs[a] if b != a)))
+
+    def err(v: list[int]) -> float:
+        return sum(wa * (xa - sum(v[b] for b in sa)) ** 2 for wa, xa, sa in zip(w, xs, subs))
+
+    best = err(n)
+    improved = True
+    while improved:
+        improved = False
+        for a in range(len(sets)):
+            for d in (-1, 1):
+                if n[a] + d < 0:
+                    continue
+                n[a] += d
+                e = err(n)
+                if e < best - 1e-12:
+                    best, improved = e, True
+                else:
+                    n[a] -= d
+    return {q: c for q, c in zip(sets, n) if c > 0}
+
+
+def _held_out(i: str, found: dict[frozenset[str], int], suite: Suite, on_q: dict, r_max: float | None,
+              run: int) -> list[Experiment]:
+    """Two experiments per scheme that its characterisation does not use: two copies of it with
+    half the flooding of a set it uses, and one copy with one of two blocking instructions."""
+    rng = random.Random(f"{i}/{run}")
+    used = [(b, q) for b, q in suite if q in found] or suite
+    b, q = rng.choice(used)
+    n = sum(found.values()) or 1
+    k = max(1, flooding_copies(len(q), n, on_q[(b, q)], r_max) // 2)
+    out = [Experiment({b: k, i: 2})]
+    others = [x for x, _ in suite if x != b]
+    if others:
+        out.append(Experiment({i: 1, b: 1, rng.choice(others): 1}))
+    return out
+
+
+def _witness(p: Probe, mod: float | None, mod0: float | None) -> Witness:
+    e, base, t, t0 = p.samples[-1]
+    return Witness("blocking", e, t, mod, base, t0, mod0, tuple(sort_ports(p.q)), round(p.x, 4))
 
 
 def _fmt(uops: list[tuple[frozenset[str], int]]) -> str:

@@ -13,7 +13,9 @@ from pmsolve.infer.explain.hooks import UopHook
 class ExplainOptions:
     """Options of :func:`pmsolve.infer.explain.explain`.
 
-    * ``ports``: number of execution ports K (named "0" … "K-1" in the result);
+    * ``ports``: number of execution ports K (named "0" … "K-1" in the result); without a µop
+      counter None (the default there): the number is inferred, per component of blocking
+      instructions that share ports (:mod:`~pmsolve.infer.explain.structure`), up to ``max_ports``;
     * ``epsilon``: CPI tolerance ε — two throughputs are equal when their cycles per instruction
       differ by at most ε (the Zen+ study used 0.02);
     * ``r_max``: the front-end limit in instructions per cycle; None measures the peak IPC;
@@ -27,18 +29,26 @@ class ExplainOptions:
       Zen+ stores; ``improper_share``: each shares one µop with a proper blocking instruction;
     * ``disjoint``: pairs of schemes whose port sets are documented to be disjoint (resolves
       ambiguities the front-end limit leaves, as the dissertation did for the ALU ports);
-    * ``throughput_only``: no µop counter — stop after CEGIS on the equivalence classes;
+    * ``throughput_only``: infer without the µop counter even when the oracle has one (the
+      counter-free algorithm runs anyway when it has none): blocking candidates are hypotheses
+      that pairs, mixes and CEGIS over µop multiplicities (up to ``max_multiplicity``) settle;
+      every scheme's µop count comes from the blocking suite (at most ``max_uops``);
+    * ``clear`` and ``remeasure``: without a counter, an estimate farther than ``clear`` from a
+      whole number is measured again with other copy counts, at most ``remeasure`` times;
+    * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
+      ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
     * ``integrality``: how far a non-evading µop estimate may be from an integer before the
       scheme is "outside the model" (0.5 or more: always round — for noisy oracles, where the
       estimate's error grows with k, and the final check below still catches wrong counts);
     * ``tolerance``: relative slack of that final check (the scheme's mapping must reproduce each
-      of its measured experiments within max(ε·|e|, tolerance·tp⁻¹)); 0 (default) is ε alone;
+      of its measured experiments within max(ε·|e|, tolerance·tp⁻¹)); None (default): 0 with a µop
+      counter (ε alone), 0.03 without one, where every check is relative to the measurement's noise;
     * ``instructions``: restrict to these schemes (default: all the oracle knows);
     * ``backend``/``timeout``: solver for the CEGIS stage; ``max_conflicts``: how many
       inconsistent blocking instructions to drop before giving up.
     """
 
-    ports: int
+    ports: int | None = None
     epsilon: float = 0.02
     r_max: float | None = None
     runs: int = 1
@@ -49,15 +59,24 @@ class ExplainOptions:
     disjoint: tuple[tuple[str, str], ...] = ()
     throughput_only: bool = False
     integrality: float = 0.3
-    tolerance: float = 0.0
+    tolerance: float | None = None
     instructions: tuple[str, ...] | None = None
     backend: str | None = None
     timeout: float | None = None
     max_conflicts: int = 6
+    max_ports: int = 16
+    max_multiplicity: int = 3
+    max_uops: int = 16
+    max_cegis_runs: int = 40
+    clear: float = 0.25
+    remeasure: int = 8
+    cegis_epsilon: float | None = None
 
     def __post_init__(self) -> None:
-        if self.ports < 1:
+        if self.ports is not None and self.ports < 1:
             raise ValidationError(f"explain: ports must be ≥ 1, got {self.ports}")
+        if self.cegis_epsilon is None:
+            object.__setattr__(self, "cegis_epsilon", self.epsilon)
         if not 0 <= self.epsilon < 1:
             raise ValidationError(f"explain: epsilon must be in [0, 1), got {self.epsilon}")
         if self.runs < 1:
@@ -68,9 +87,16 @@ class ExplainOptions:
             if n < 1:
                 raise ValidationError(f"explain: improper blocking instruction {name!r} needs ≥ 1 µop, got {n}")
 
+    def resolved(self, counter: bool) -> "ExplainOptions":
+        """These options with the defaults that depend on the µop counter filled in."""
+        from dataclasses import replace
+
+        return self if self.tolerance is not None else replace(self, tolerance=0.0 if counter else 0.03)
+
     def characterisation_key(self) -> str:
         """The options only the characterisation stage depends on: changing them reruns only it."""
-        return f"k={self.k_rule},int={self.integrality:g},tol={self.tolerance:g}"
+        return (f"k={self.k_rule},int={self.integrality:g},tol={self.tolerance:g},clear={self.clear:g},"
+                f"re={self.remeasure}")
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the state it resumes (``runs`` may grow)."""
@@ -78,5 +104,7 @@ class ExplainOptions:
         return {"ports": self.ports, "epsilon": self.epsilon, "r_max": self.r_max,
                 "uop_hook": hook, "improper": [list(x) for x in self.improper],
                 "improper_share": self.improper_share, "disjoint": [list(x) for x in self.disjoint],
-                "throughput_only": self.throughput_only,
+                "throughput_only": self.throughput_only, "max_ports": self.max_ports,
+                "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
+                "cegis_epsilon": self.cegis_epsilon,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

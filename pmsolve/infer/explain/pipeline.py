@@ -28,6 +28,7 @@ from pmsolve.infer.explain.characterise import characterise
 from pmsolve.infer.explain.checkpoint import CachedOracle, Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.structure import infer_structure
 from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
 from pmsolve.model import Experiment, PortMapping, sort_ports
@@ -35,9 +36,6 @@ from pmsolve.throughput import batch_inverse_throughput
 
 Progress = Callable[[str], None]
 
-NO_COUNTER = ("{oracle} has no µop counter, which the explainable inference needs to find single-µop "
-              "schemes; rerun with --throughput-only for the stages that need none (blocking candidates by "
-              "throughput, port-set sizes, equivalence classes, CEGIS on them)")
 
 
 @dataclass
@@ -75,12 +73,16 @@ class ExplainResult:
 
 def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = None,
             progress: Progress | None = None) -> ExplainResult:
-    """Run (or resume, with the same ``state`` file) the explainable inference."""
+    """Run (or resume, with the same ``state`` file) the explainable inference: with the oracle's
+    µop counter when it has one (ASPLOS'24), by throughput alone otherwise or when
+    ``options.throughput_only``."""
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     o = options
-    if not oracle.has_uop_counter and not o.throughput_only:
-        raise ValidationError(NO_COUNTER.format(oracle=oracle.describe().split(" (")[0]))
+    counter = bool(oracle.has_uop_counter) and not o.throughput_only
+    o = o.resolved(counter)
+    if counter and o.ports is None:
+        raise ValidationError("explain: with a µop counter the number of ports must be given")
     known = tuple(oracle.instructions)
     insns = list(o.instructions) if o.instructions is not None else list(known)
     unknown = [i for i in insns + [n for n, _ in o.improper] if i not in set(known)]
@@ -104,56 +106,68 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         say(f"stage {name} done in {time.perf_counter() - t0:.1f}s ({orc.measured} measurements so far)")
         return out
 
-    single = stage("singletons", lambda: stages.singletons(orc, insns, hook, not o.throughput_only))
+    single = stage("singletons", lambda: stages.singletons(orc, insns, hook, counter))
     cand = stage("candidates", lambda: stages.candidates(single, o))
     say(f"{len(cand['sizes'])} blocking candidate(s), {len(cand['misfits'])} singleton misfit(s)")
-    classes = stage("classes", lambda: stages.equivalence_classes(orc, single, cand["sizes"], o, say))["classes"]
-    say(f"{len(classes)} unique blocking instruction(s)")
-    peak = stage("peak", lambda: stages.peak_ipc(orc, single, classes, o))
+    if counter:
+        classes = stage("classes", lambda: stages.equivalence_classes(orc, single, cand["sizes"], o, say))["classes"]
+        say(f"{len(classes)} unique blocking instruction(s)")
+        peak = stage("peak", lambda: stages.peak_ipc(orc, single, classes, o))
+    else:
+        peak = stage("peak", lambda: stages.peak_ipc(orc, single, stages.peak_probes(cand["sizes"]), o, warn=False))
+        classes = stage("classes", lambda: stages.equivalence_classes(
+            orc, single, cand["sizes"], o, say, r_max=peak["r_max"], check_pairs=3))["classes"]
+        say(f"{len(classes)} class(es) of blocking candidates")
     warnings = [peak["warning"]] if peak.get("warning") else []
     for w in warnings:
         say("warning: " + w)
     r_max = peak["r_max"]
     prefix = str(state) if state is not None else None
-    blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
+    if counter:
+        blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
+    else:
+        blk = stage("structure", lambda: infer_structure(orc, classes, single, r_max, o, say))
     from pmsolve.formats import mapping_from_json
+    if blk.get("mapping") is None:
+        raise ValidationError(f"explain: no blocking instruction explains the measurements ({blk.get('proof')})")
     bmap = mapping_from_json(blk["mapping"])
     if blk.get("equivalent"):
         warnings.append(f"{len(blk['equivalent'])} other mapping(s) of the blocking instructions explain every "
                         f"measurement and differ from the chosen one on no experiment of ≤ 12 instructions (the "
                         f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (--disjoint)")
         say("warning: " + warnings[-1])
-    improper = [n for n, _ in o.improper if n in bmap.uops]
+    improper = [n for n, _ in o.improper if n in bmap.uops] + [i for i in blk.get("multiplicities", {})]
     suite = blockers(bmap, improper)
     dropped = {d["insn"]: d for d in blk.get("dropped", [])}
-    explanations = _blocking_explanations(bmap, classes, single, blk, r_max, dropped)
-    for i, m in cand["misfits"].items():
-        explanations[i] = Explanation(misfit=Misfit.from_json(m), counted=single[i]["uops"], source="singleton")
+    if counter:
+        explanations = _blocking_explanations(bmap, classes, single, blk, r_max, dropped)
+        for i, m in cand["misfits"].items():
+            explanations[i] = Explanation(misfit=Misfit.from_json(m), counted=single[i]["uops"], source="singleton")
+    else:   # members of a class and dropped candidates are characterised like every other scheme
+        blocking_only = [{**c, "members": []} for c in classes if c["rep"] in bmap.uops]
+        explanations = _blocking_explanations(bmap, blocking_only, single, blk, r_max, {})
     todo = [i for i in insns if i not in explanations]
     summary: dict[str, Any] = {
-        "oracle": oracle.describe(), "options": {**o.fingerprint(), "integrality": o.integrality,
-                                                  "tolerance": o.tolerance}, "runs": o.runs,
-        "peak": peak, "r_max": r_max,
+        "oracle": oracle.describe(), "counter": counter,
+        "options": {**o.fingerprint(), "integrality": o.integrality, "tolerance": o.tolerance}, "runs": o.runs,
+        "peak": peak, "r_max": r_max, "ports": len(bmap.ports),
         "blocking": {"proof": blk.get("proof"), "equivalent_mappings": len(blk.get("equivalent", [])),
                      "added_experiments": blk.get("added_experiments"), "dropped": list(dropped.values()),
                      "classes": [{"rep": c["rep"], "size": c["size"], "members": 1 + len(c["members"])}
                                  for c in classes],
+                     "components": blk.get("components", []), "multiplicities": blk.get("multiplicities", {}),
                      "suite": [[b, sort_ports(q)] for b, q in suite]},
     }
-    if o.throughput_only:
-        summary["not_characterised"] = len(todo)
-        say(f"throughput-only mode: {len(todo)} scheme(s) with several µops are not characterised")
-    else:
-        per_run = []
-        for run in range(o.runs):
-            name = f"run{run} ({o.characterisation_key()})"
-            if cp.done(name) is None:
-                say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
-                    f"run {run + 1}/{o.runs}")
-                got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
-                cp.finish(name, {i: x.to_json() for i, x in got.items()})
-            per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
-        explanations.update(vote(per_run))
+    per_run = []
+    for run in range(o.runs):
+        name = f"run{run} ({o.characterisation_key()})"
+        if cp.done(name) is None:
+            say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
+                f"run {run + 1}/{o.runs}")
+            got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
+            cp.finish(name, {i: x.to_json() for i, x in got.items()})
+        per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
+    explanations.update(vote(per_run))
     mapping = _final_mapping(bmap, explanations)
     summary["stats"] = {"measurements": len(cp.tp), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),

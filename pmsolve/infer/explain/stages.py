@@ -6,6 +6,7 @@ data, so :mod:`~pmsolve.infer.explain.pipeline` can store it in the checkpoint a
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -58,24 +59,51 @@ def candidates(single: dict[str, Any], o: ExplainOptions) -> dict[str, Any]:
                                      "slower than any port mapping allows (e.g. a division)", [e])
             continue
         size = round(1 / t)
-        if size < 1 or size > o.ports or abs(t - 1 / size) > o.epsilon:
+        limit = o.ports or o.max_ports
+        if size < 1 or size > limit or abs(t - 1 / size) > o.epsilon:
             if n is not None:
                 misfits[i] = _misfit("outside the model", f"one µop at inverse throughput {t:.4g}, which is "
-                                     f"not 1/s for a port count s ≤ {o.ports}", [e])
+                                     f"not 1/s for a port count s ≤ {limit}", [e])
             continue
         sizes[i] = size
     return {"sizes": sizes, "misfits": misfits}
 
 
+def simplicity(name: str) -> tuple:
+    """Order in which candidates become class representatives: register-only forms before
+    memory forms (``..._m64_...``: a load or store µop besides the operation), fewer operands
+    first. Only an order: what a representative is, experiments decide."""
+    parts = name.split("_")
+    memory = sum(1 for x in parts[1:] if x == "m" or (x[:1] == "m" and x[1:].isdigit()))
+    return (memory, len(parts), name)
+
+
 def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, int], o: ExplainOptions,
-                        progress: Progress) -> dict[str, Any]:
+                        progress: Progress, r_max: float | None = None, check_pairs: int = 0,
+                        seed: int = 0) -> dict[str, Any]:
     """Stage 4 (Thm 6.3): equally sized candidates i, j block the same ports iff
     tp⁻¹({i,j}) = tp⁻¹({i}) + tp⁻¹({j}). One batch per class: the first remaining candidate of
-    a size becomes the representative, every other one is paired with it."""
+    a size (in :func:`simplicity` order) becomes the representative, every other one is paired
+    with it.
+
+    Thm 6.3 holds for single-µop instructions. Without a µop counter a representative may be
+    several µops (a load and an operation: then loads *and* operations are additive with it),
+    so ``check_pairs`` random pairs of its members are tested too; when one of them is not
+    additive, the representative joins the candidates no longer (it is characterised like any
+    other scheme) and its members are classified again. Sizes a front end of ``r_max``
+    instructions per cycle hides (2/s ≤ 2/r_max) form no classes (sec. 6.2.3)."""
+    rng = random.Random(seed)
     classes: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
     by_size: dict[int, list[str]] = {}
-    for i in sorted(sizes):
+    for i in sorted(sizes, key=simplicity):
+        if r_max is not None and sizes[i] >= r_max - 1e-9:
+            continue
         by_size.setdefault(sizes[i], []).append(i)
+
+    def additive(e: Experiment, t: float, a: str, b: str) -> bool:
+        return abs(t - (single[a]["tp"] + single[b]["tp"])) <= o.epsilon * e.size
+
     for size in sorted(by_size):
         left = by_size[size]
         while left:
@@ -84,18 +112,40 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
             values = oracle.measure(pairs)
             members, left = [], []
             for c, e, t in zip(rest, pairs, values):
-                additive = single[rep]["tp"] + single[c]["tp"]
-                if abs(t - additive) <= o.epsilon * e.size:
-                    members.append({"insn": c, "experiment": dict(e.items()), "measured": t, "additive": additive})
+                if additive(e, t, rep, c):
+                    members.append({"insn": c, "experiment": dict(e.items()), "measured": t,
+                                    "additive": single[rep]["tp"] + single[c]["tp"]})
                 else:
                     left.append(c)
+            if check_pairs and len(members) >= 2:
+                picks = [tuple(rng.sample(members, 2)) for _ in range(check_pairs)]
+                checks = [Experiment({a["insn"]: 1, b["insn"]: 1}) for a, b in picks]
+                for (a, b), e, t in zip(picks, checks, oracle.measure(checks)):
+                    if not additive(e, t, a["insn"], b["insn"]):
+                        progress(f"  {rep} is no representative: {a['insn']} and {b['insn']} are additive with "
+                                 f"it but not with each other ({e} = {t:.4g})")
+                        rejected.append({"insn": rep, "size": size, "experiment": dict(e.items()), "measured": t})
+                        left = sorted((m["insn"] for m in members), key=simplicity) + left
+                        members = None
+                        break
+                if members is None:
+                    continue
             classes.append({"rep": rep, "size": size, "members": members})
             progress(f"  class of {rep} ({size} port(s)): {len(members) + 1} scheme(s)")
-    return {"classes": classes}
+    return {"classes": classes, "rejected": rejected}
+
+
+def peak_probes(sizes: dict[str, int], per_size: int = 3) -> list[dict[str, Any]]:
+    """A few candidates of every size (in :func:`simplicity` order) to measure the peak IPC with,
+    in the shape of classes: without a counter the peak comes before the classes."""
+    by_size: dict[int, list[str]] = {}
+    for i in sorted(sizes, key=simplicity):
+        by_size.setdefault(sizes[i], []).append(i)
+    return [{"rep": i, "size": s, "members": []} for s, xs in sorted(by_size.items()) for i in xs[:per_size]]
 
 
 def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]], o: ExplainOptions,
-             improper_sizes: list[int] = ()) -> dict[str, Any]:
+             improper_sizes: list[int] = (), warn: bool = True) -> dict[str, Any]:
     """Stage 5 (sec. 6.2.3): the front-end limit, measured with the unique blocking instructions
     (or given), and the warning when a blocking instruction's port set is as wide as the limit:
     then the equivalence test and the non-evading formula cannot see beyond it."""
@@ -115,7 +165,7 @@ def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]],
         used = float(round(ipc)) if abs(ipc - round(ipc)) <= 0.05 * ipc else ipc
     widest = max([c["size"] for c in classes] + list(improper_sizes), default=0)
     warning = None
-    if widest and used is not None and widest >= used - 1e-9:
+    if warn and widest and used is not None and widest >= used - 1e-9:
         warning = (f"a blocking instruction uses {widest} ports but the peak is {used:g} instructions per cycle: "
                    f"equivalence tests among such instructions always succeed and their µops cannot be "
                    f"characterised (sec. 6.2.3); results may be wrong")

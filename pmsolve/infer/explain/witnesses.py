@@ -35,7 +35,7 @@ class Witness:
     """One experiment behind a µop: ``experiment`` against ``baseline`` (None for singletons
     and CEGIS experiments), measured and modelled inverse throughputs (cycles per iteration)."""
 
-    kind: str  # "blocking" (non-evading µops), "singleton", "equivalence", "cegis"
+    kind: str  # "blocking" (non-evading µops), "singleton", "equivalence", "cegis", "check" (not used to derive)
     experiment: Experiment
     measured: float
     modelled: float | None = None
@@ -111,6 +111,7 @@ class Explanation:
     misfit: Misfit | None = None
     counted: float | None = field(default=None, compare=False)
     source: str = field(default="characterised", compare=False)  # "blocking", "equivalent", "characterised"
+    confidence: float | None = field(default=None, compare=False)  # 0..1, without a µop counter
 
     def key(self) -> tuple:
         """What the majority vote compares: the port usage, or the misfit category."""
@@ -118,6 +119,8 @@ class Explanation:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "counted_uops": self.counted}
+        if self.confidence is not None:
+            out["confidence"] = round(self.confidence, 3)
         if self.misfit:
             out["misfit"] = self.misfit.to_json()
         else:
@@ -135,7 +138,7 @@ class Explanation:
                for u in d.get("uops", [])}
         return cls(uops, wit, tuple(Witness.from_json(w) for w in d.get("others", [])),
                    Misfit.from_json(d["misfit"]) if d.get("misfit") else None, d.get("counted_uops"),
-                   d.get("source", "characterised"))
+                   d.get("source", "characterised"), d.get("confidence"))
 
 
 def uop_key(ports: tuple[str, ...] | frozenset[str]) -> str:

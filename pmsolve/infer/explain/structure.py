@@ -1,0 +1,317 @@
+"""The port structure of the blocking instructions without a µop counter (sec. 6.2.1 step 4,
+counter-free).
+
+With a counter, a blocking candidate is known to be one µop. By throughput alone, "one µop on
+s ports" is only a hypothesis: k µops on a k·s-port set, or µops on several small sets, look
+the same in isolation. Here the hypotheses meet experiments that can refute them:
+
+1. **pairs** — every two class representatives i, j run together as ``{i↦1, j↦1}`` and balanced
+   as ``{i↦s_i, j↦s_j}`` (each alone would need one cycle). Disjoint port sets give the larger
+   of the parts (or the front-end limit); anything slower shows that i and j interact;
+2. **components** — representatives linked by interactions form components; components use
+   disjoint ports, so each is solved alone and gets its own, *inferred*, number of ports;
+3. **ports** — per component, CEGIS (:mod:`pmsolve.infer.cegis`, fixed µop counts, port-set
+   sizes s) runs with P = P_lo, P_lo + 1, … ports; the first P whose space explains every
+   measurement (pairs, random mixes of the component's candidates, whatever CEGIS adds) is the
+   component's port count. P_lo is the largest total size of representatives that are pairwise
+   disjoint (they need that many ports between them);
+4. **multiplicities** — when no P up to P_hi (the sum of the sizes) explains the measurements,
+   the instructions of the unsat core are suspects: each in turn is tried as k µops on one
+   k·s-port set (k = 2, 3, …), again with the smallest sufficient P;
+5. **drops** — a suspect no multiplicity rescues is dropped from the blocking instructions with
+   the core that contradicts it (its class members are characterised like any other scheme);
+   the rest go on. Never does a failing class stop the others.
+
+The result has the shape of :func:`pmsolve.infer.explain.blocking.infer_blocking`'s.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from itertools import combinations
+from typing import Any
+
+from pmsolve.infer.cegis import CegisOptions, infer
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.stages import simplicity
+from pmsolve.model import Experiment, PortMapping
+
+Progress = Callable[[str], None]
+
+
+def pair_experiments(reps: list[str], size: dict[str, int]) -> list[Experiment]:
+    """``{i↦1, j↦1}`` and the balanced ``{i↦s_i, j↦s_j}`` for every two representatives."""
+    out: list[Experiment] = []
+    for a, b in combinations(reps, 2):
+        out.append(Experiment({a: 1, b: 1}))
+        if size[a] > 1 or size[b] > 1:
+            out.append(Experiment({a: size[a], b: size[b]}))
+    return out
+
+
+def disjoint_prediction(e: Experiment, size: dict[str, int], r_max: float | None) -> float:
+    """tp⁻¹ of e if every instruction in it were one µop on its own s ports, disjoint from the others."""
+    t = max(n / size[i] for i, n in e.items())
+    return max(t, e.size / r_max) if r_max else t
+
+
+def interacts(e: Experiment, t: float, size: dict[str, int], r_max: float | None, o: ExplainOptions) -> bool:
+    """Is the measured ``t`` clearly slower than disjoint port sets allow?"""
+    d = disjoint_prediction(e, size, r_max)
+    return t > d + max(o.epsilon * e.size, o.tolerance * d)
+
+
+def pair_consistent(i: str, j: str, exps: list[tuple[Experiment, float]], width: dict[str, int],
+                    mult: dict[str, int], r_max: float | None, o: ExplainOptions) -> bool:
+    """Can i and j, each ``mult`` µops on one port set of ``width`` ports, explain their pair
+    experiments with *some* overlap of the two sets? (Two sets: the bottleneck is one of them or
+    their union, so this needs no solver.)"""
+    wi, wj, mi, mj = width[i], width[j], mult.get(i, 1), mult.get(j, 1)
+    for overlap in range(0, min(wi, wj) + 1):
+        union = wi + wj - overlap
+        for e, t in exps:
+            c = dict(e.items())
+            a, b = c.get(i, 0) * mi, c.get(j, 0) * mj
+            pred = max(a / wi, b / wj, (a + b) / union, e.size / r_max if r_max else 0.0)
+            if abs(t - pred) > max(o.cegis_epsilon * e.size, o.tolerance * t):
+                break
+        else:
+            return True
+    return False
+
+
+def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], values: dict[Experiment, float],
+           r_max: float | None, o: ExplainOptions, progress: Progress) -> tuple[list[str], dict[str, int], list[dict]]:
+    """Pairwise screening before any solver runs: a pair no overlap of two µop port sets explains
+    contradicts the single-µop hypothesis of one of the two. The representative in most such
+    contradictions is tried as k µops on a k·s set (k = 2, …); if no k makes its pairs
+    consistent it leaves the blocking instructions. Repeat until every pair is consistent."""
+    by_pair: dict[frozenset[str], list[tuple[Experiment, float]]] = {}
+    for e, t in values.items():
+        by_pair.setdefault(frozenset(e), []).append((e, t))
+    active, mult, dropped = list(reps), {}, []
+
+    def width() -> dict[str, int]:
+        return {i: size[i] * mult.get(i, 1) for i in reps}
+
+    def bad_pairs(members: list[str], w: dict[str, int], m: dict[str, int]) -> list[frozenset[str]]:
+        return [pair for pair in by_pair if pair <= set(members)
+                and not pair_consistent(*sorted(pair), by_pair[pair], w, m, r_max, o)]
+
+    while True:
+        bad = bad_pairs(active, width(), mult)
+        if not bad:
+            return active, mult, dropped
+        score: dict[str, int] = {}
+        for pair in bad:
+            for i in pair:
+                score[i] = score.get(i, 0) + 1
+        worst = max(score, key=lambda i: (score[i], -class_size.get(i, 1), simplicity(i)))
+        for k in range(2, o.max_multiplicity + 1):
+            if size[worst] * k > o.max_ports:
+                break
+            trial = {**mult, worst: k}
+            w = {i: size[i] * trial.get(i, 1) for i in reps}
+            if not [p for p in bad_pairs(active, w, trial) if worst in p]:
+                progress(f"  {worst}: {k} µops on {k * size[worst]} ports explain its pairs")
+                mult = trial
+                break
+        else:
+            exps = [x for pair in bad if worst in pair for x in by_pair[pair]]
+            reason = (f"one µop on {size[worst]} port(s) contradicts {score[worst]} pair(s) with other blocking "
+                      f"candidates, and so do 2–{o.max_multiplicity} µops on one set")
+            progress(f"  dropping {worst}: {reason}")
+            dropped.append({"insn": worst, "reason": reason,
+                            "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in exps]})
+            active.remove(worst)
+            mult.pop(worst, None)
+
+
+def components(reps: list[str], interacting: set[frozenset[str]]) -> list[list[str]]:
+    """Connected components of the interaction graph, each sorted, largest first."""
+    parent = {r: r for r in reps}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for pair in interacting:
+        a, b = sorted(pair)
+        parent[find(a)] = find(b)
+    groups: dict[str, list[str]] = {}
+    for r in reps:
+        groups.setdefault(find(r), []).append(r)
+    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g))
+
+
+def port_lower_bound(comp: list[str], size: dict[str, int], mult: dict[str, int],
+                     interacting: set[frozenset[str]]) -> int:
+    """Pairwise non-interacting representatives have disjoint port sets: the largest total
+    size of such a set (greedy, largest first) is a lower bound on the component's ports."""
+    width = {i: size[i] * mult.get(i, 1) for i in comp}
+    best = max(width.values())
+    for start in comp:
+        chosen = [start]
+        for i in sorted(comp, key=lambda x: -width[x]):
+            if i not in chosen and all(frozenset((i, c)) not in interacting for c in chosen):
+                chosen.append(i)
+        best = max(best, sum(width[c] for c in chosen))
+    return best
+
+
+def random_mixes(comp: list[str], size: dict[str, int], n: int, seed: int) -> list[Experiment]:
+    """``n`` mixes of three or four of the component's representatives, about balanced."""
+    rng = random.Random(seed)
+    out: dict[Experiment, None] = {}
+    if len(comp) < 3:
+        return []
+    for _ in range(20 * n):
+        if len(out) >= n:
+            break
+        picked = rng.sample(comp, min(len(comp), rng.choice((3, 4))))
+        out[Experiment({i: max(1, size[i] + rng.choice((-1, 0, 0, 1))) for i in picked})] = None
+    return list(out)
+
+
+def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str, Any], r_max: float | None,
+                    o: ExplainOptions, progress: Progress) -> dict[str, Any]:
+    """Port structure of the class representatives; JSON-ready (see the module doc)."""
+    from pmsolve.formats import mapping_to_json
+
+    t0 = time.perf_counter()
+    size = {c["rep"]: c["size"] for c in classes}
+    class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}
+    reps = sorted(size)
+    pairs = pair_experiments(reps, size)
+    progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
+    values = dict(zip(pairs, oracle.measure(pairs)))
+    active, mult, dropped = screen(reps, size, class_size, values, r_max, o, progress)
+    interacting = {frozenset(e) for e, t in values.items()
+                   if set(e) <= set(active) and interacts(e, t, size, r_max, o)}
+    work = components(active, interacting)
+    progress(f"{len(work)} independent component(s): " + "; ".join(", ".join(c) for c in work))
+    mapping: dict[str, list] = {}
+    ports: list[str] = []
+    summary: list[dict[str, Any]] = []
+    measurements: list[list] = []
+    added = 0
+    while work:
+        comp = work.pop(0)
+        cid = len(summary)
+        got = _solve_component(oracle, cid, comp, size, class_size, values, interacting, r_max, o, progress,
+                               {i: mult[i] for i in comp if i in mult})
+        if got["dropped"] is not None:      # one victim left: what remains may fall apart
+            dropped.append(got["dropped"])
+            rest = [i for i in comp if i != got["dropped"]["insn"]]
+            parts = components(rest, {x for x in interacting if x <= set(rest)})
+            work = parts + work
+            continue
+        summary.append({k: v for k, v in got.items() if k not in ("mapping", "measurements", "dropped")})
+        measurements += got["measurements"]
+        added += got["added_experiments"]
+        m: PortMapping = got["mapping"]
+        names = {p: str(len(ports) + k) for k, p in enumerate(m.ports)}
+        ports += list(names.values())
+        for i, us in m.uops.items():
+            mapping[i] = [(frozenset(names[p] for p in u.ports), u.count) for u in us]
+    if not mapping:
+        return {"status": "none", "mapping": None, "proof": "no blocking instruction survived", "dropped": dropped,
+                "components": summary, "measurements": measurements, "added_experiments": added,
+                "equivalent": [], "seconds": time.perf_counter() - t0}
+    result = PortMapping(ports, mapping)
+    proofs = "; ".join(f"component {s['component']}: {s['proof']}" for s in summary if s.get("proof"))
+    return {"status": "inferred", "mapping": mapping_to_json(result), "proof": proofs, "equivalent": [],
+            "measurements": measurements, "added_experiments": added, "dropped": dropped, "components": summary,
+            "ports": len(ports), "multiplicities": {i: len(us) for i, us in mapping.items() if len(us) > 1 or
+                                                   us[0][1] > 1},
+            "seconds": time.perf_counter() - t0}
+
+
+def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int], class_size: dict[str, int],
+                     pair_values: dict[Experiment, float], interacting: set[frozenset[str]], r_max: float | None,
+                     o: ExplainOptions, progress: Progress, mult: dict[str, int]) -> dict[str, Any]:
+    """Ports and multiplicities for one component (steps 3-4 of the module doc), or the one
+    instruction to drop (step 5) under ``dropped``."""
+    mixes = random_mixes(comp, size, min(12, 2 * len(comp)), seed=len(comp))
+    oracle.measure(mixes)
+    extra = [e for e in pair_values if set(e) <= set(comp)] + mixes
+    res, core, runs = _port_search(oracle, cid, comp, size, mult, extra, interacting, r_max, o, progress)
+    if res is None:
+        # blame order: a multiplicity is itself a hypothesis, then small classes, then memory forms
+        blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
+        suspects = sorted((i for i in (core.instructions if core else comp) if i in comp), key=blame)
+        if not suspects or suspects[0] not in mult:
+            for victim in suspects:
+                for k in range(2, o.max_multiplicity + 1):
+                    if size[victim] * k > o.max_ports or runs >= o.max_cegis_runs:
+                        break
+                    trial = {**mult, victim: k}
+                    progress(f"  component {cid}: trying {victim} as {k} µops on {k * size[victim]} ports")
+                    res, _, n = _port_search(oracle, cid, comp, size, trial, extra, interacting, r_max, o, progress)
+                    runs += n
+                    if res is not None:
+                        mult = trial
+                        break
+                if res is not None:
+                    break
+        if res is None:
+            victim = (suspects or sorted(comp, key=blame))[0]
+            reason = core.describe() if core else f"no port structure with at most {o.max_ports} ports explains it"
+            progress(f"  component {cid}: dropping {victim} from the blocking instructions ({reason})")
+            return {"dropped": {"insn": victim, "reason": reason,
+                                "experiments": [{"experiment": dict(e.items()), "measured": float(t)}
+                                                for e, t in (core.experiments if core else ())]}}
+    return {"component": cid, "instructions": comp, "ports": len(res.mapping.ports), "proof": res.proof,
+            "multiplicities": dict(mult), "cegis_runs": runs, "dropped": None, "mapping": res.mapping,
+            "measurements": [[dict(e.items()), float(t)] for e, t in res.measurements],
+            "added_experiments": res.added_experiments}
+
+
+def _cegis_options(comp: list[str], size: dict[str, int], mult: dict[str, int], extra: list[Experiment],
+                   r_max: float | None, o: ExplainOptions, **kw: Any) -> CegisOptions:
+    counts = {i: mult.get(i, 1) for i in comp}
+    sizes = {i: [size[i] * counts[i]] * counts[i] for i in comp}
+    shared = tuple(((i, 1), (i, r)) for i in comp for r in range(2, counts[i] + 1))
+    return CegisOptions(kind="fixed-counts", uops_per_insn=counts, port_set_sizes=sizes, shared_uops=shared,
+                        epsilon=o.cegis_epsilon, r_max=r_max, extra_initial=tuple(extra), backend=o.backend,
+                        timeout=o.timeout, **kw)
+
+
+def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dict[str, int],
+                         r_max: float | None, o: ExplainOptions) -> bool:
+    """Is the unsat core contradictory with room for any arrangement of its instructions (as
+    many ports as their sets have together)? Then more ports cannot help. A small solver call."""
+    insns = sorted(i for i in core.instructions if i in size)
+    width = sum(size[i] * mult.get(i, 1) for i in insns)
+    opts = _cegis_options(insns, size, mult, [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
+                          initial="none", max_iterations=0)
+    res = infer(oracle, [f"q{k}" for k in range(width)], opts, instructions=insns, state=None)
+    return res.status == "inconsistent"
+
+
+def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], mult: dict[str, int],
+                 extra: list[Experiment], interacting: set[frozenset[str]], r_max: float | None,
+                 o: ExplainOptions, progress: Progress):
+    """The smallest port count whose space explains the measurements: (CEGIS result, None, runs),
+    or (None, the last unsat core, runs). Stops early when the core needs no more ports."""
+    lo = port_lower_bound(comp, size, mult, interacting)
+    hi = min(o.max_ports, sum(size[i] * mult.get(i, 1) for i in comp))
+    core = None
+    runs = 0
+    for p in range(lo, hi + 1):
+        res = infer(oracle, [f"c{cid}p{k}" for k in range(p)], _cegis_options(comp, size, mult, extra, r_max, o),
+                    instructions=comp, state=None)
+        runs += 1
+        if res.status == "inferred" and res.mapping is not None:
+            progress(f"  component {cid} ({len(comp)} instruction(s)): {p} ports; {res.proof}")
+            return res, None, runs
+        if res.status != "inconsistent":
+            progress(f"  component {cid}: CEGIS stopped at {p} ports ({res.status}: {res.proof})")
+        core = res.conflict
+        if core is not None and p < hi and _needs_no_more_ports(oracle, core, size, mult, r_max, o):
+            break
+    return None, core, runs
