@@ -89,7 +89,7 @@ def scheme_key_of(scheme) -> str:
 # ----------------------------------------------------------------------------- explainable (iwho)
 
 _EXP_GPR = re.compile(r"^(?:[RW]+:)?GPR:(\d+)$")
-_EXP_VEC = re.compile(r"^(?:[RW]+:)?([XY]MM)\d+\.\.\d+$")
+_EXP_VEC = re.compile(r"^(?:[RW]+:)?([XYZ]MM)\d+\.\.\d+$")
 _EXP_MEM = re.compile(r"^(?:(\w+) ptr )?(?:[RW]+:)?MEM\((\d+)\)$")
 _EXP_IMM = re.compile(r"^IMM\((\d+)\)$")
 _EXP_REGS = re.compile(r"^(?:[RW]+:)?([a-z0-9]+(?:,[a-z0-9]+)*)$")
@@ -156,7 +156,7 @@ def _parse_pmevo(name: str) -> Parsed | None:
     for op in (rest.split(",_") if sep else []):
         if m := _PM_REG.match(op):
             kind, width = m.group(1), int(m.group(2))
-            ops.append(f"r{width}" if kind == "G" else {128: "xmm", 256: "ymm"}.get(width, f"v{width}"))
+            ops.append(f"r{width}" if kind == "G" else {128: "xmm", 256: "ymm", 512: "zmm"}.get(width, f"v{width}"))
         elif m := _PM_DIV.match(op):
             ops.append(f"r{m.group(1)}")
         elif m := _PM_IMM.match(op):

@@ -28,15 +28,21 @@ of ``vp2intersect`` and the Xeon Phi ``4fmaps``/``4vnniw`` forms, Knights Corner
 instructions.
 
 Naming rule for EVEX forms of xmm/ymm instructions that also exist as VEX (same mnemonic and
-operand kinds, hence the same name, e.g. ``vaddpd_ymm_ymm_ymm``): the VEX form keeps the name.
-The EVEX twin is **dropped** when every CPUID feature of the VEX form is implied on any AVX-512
-CPU (AVX, AVX2, FMA, F16C, AES, PCLMULQDQ, or a feature the EVEX form needs itself): it is the same instruction
-and GNU ``as`` would encode it as VEX anyway. Otherwise (e.g. ``vpdpbusd`` from AVX-VNNI versus
-AVX512-VNNI, which CPUs have separately) it is kept as ``NAME_evex`` with the ``{evex}``
-pseudo-prefix in its template, and the VEX form gets ``{vex}`` where GNU ``as`` would otherwise
-pick the EVEX encoding. Masked and broadcast variants never collide, so they carry no marker.
+operand kinds, hence the same name, e.g. ``vaddpd_ymm_ymm_ymm``): the VEX form keeps the name,
+so no existing name changes. The EVEX twin is **dropped** when every CPUID feature of the VEX
+form is implied on any AVX-512 CPU (AVX, AVX2, FMA, F16C, AES, PCLMULQDQ, or a feature the EVEX
+form needs itself): it is the same instruction and GNU ``as`` would encode it as VEX anyway.
+Otherwise (``vpdpbusd`` of AVX-VNNI versus AVX512-VNNI, which CPUs have separately) it is kept
+as ``NAME_evex`` with the ``{evex}`` pseudo-prefix in its template. Masked and broadcast
+variants have no VEX twin and carry no marker; a form whose last real operand is a mask
+register (``vpmovm2d_zmm_k``) cannot be masked, so ``_k`` never names two schemes.
 
-Regenerate with ``python -m pmsolve.isa.x86_gen`` (writes ``isa/x86_64.json``).
+Encodings are checked, not assumed: the representatives of all offered VEX and EVEX schemes are
+assembled and disassembled (GNU ``objdump``), and a template whose encoding ``as`` picks wrongly
+gets ``{vex}``/``{evex}`` (the AVX-VNNI ``vpdpbusd ymm`` is EVEX-encoded without ``{vex}``).
+
+Regenerate with ``python -m pmsolve.isa.x86_gen`` (writes ``isa/x86_64.json``; needs GNU
+``as`` and ``objdump``).
 """
 
 from __future__ import annotations
