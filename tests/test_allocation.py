@@ -3,6 +3,7 @@ unavoidable chains through read-written operands, which are spread evenly over O
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -11,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pmsolve.harness.allocation import (RESERVED, allocate, body, dependency_report, immediate, partition,
-                                        unroll_factors)
+from pmsolve.harness.allocation import (EVEX_VECTOR_REGS, MASK_REGS, RESERVED, VECTOR_REGS, allocate, body,
+                                        dependency_report, immediate, partition, unroll_factors)
 from pmsolve.isa import load_catalogue
 from pmsolve.isa.render import representative
 
@@ -62,11 +63,11 @@ def test_no_read_after_write_between_instances(exp, target):
         assert not (w | rw) & set(RESERVED), i.text()
     # 3. the chains through read-written operands are spread evenly (round robin over O_RW)
     part = partition(body(counts, 1))
-    uses: dict[str, Counter] = {"gpr": Counter(), "vec": Counter(), "mem": Counter()}
+    uses: dict[str, Counter] = {"gpr": Counter(), "vec": Counter(), "mask": Counter(), "mem": Counter()}
     for i in ins:
         for o, v in zip(i.scheme.operands, i.values):
             if o.read and o.write and not o.fixed and o.kind in ("reg", "mem"):
-                pool = "mem" if o.kind == "mem" else "gpr" if o.cls == "gpr" else "vec"
+                pool = "mem" if o.kind == "mem" else "gpr" if o.cls == "gpr" else "mask" if o.cls == "k" else "vec"
                 uses[pool][representative(str(v))] += 1
     for pool, used in uses.items():
         if used:
@@ -97,3 +98,116 @@ def test_hardwired_write_read_conflict_is_refused():
     with pytest.raises(ValidationError, match="hardwired register rcx"):
         allocate(body({writer: 1, CAT["shl_r64_cl"]: 1}, 2))
     assert allocate(body({writer: 1, CAT["add_r64_r64"]: 1}, 2))  # a lone writer is fine (O_W)
+
+
+# ------------------------------------------------------------------ AVX-512 (EVEX) operands
+
+EVEX = [s for s in OFFERED if s.encoding == "evex"]
+NO_DEPENDENCY = {"read_but_written": set(), "written_but_read": set(), "rw_shared": set()}
+
+
+def _regs(ins, prefix):
+    return {v for i in ins for o, v in zip(i.scheme.operands, i.values) if o.kind == "reg" and str(v).startswith(prefix)}
+
+
+def test_evex_blocks_use_zmm16_31_and_k1_k7():
+    """A pure EVEX block reaches all 32 vector registers (zmm16-31 first: the frame loads them in
+    full) and allocates masks from k1-k7 only; masked destinations are read-written (O_RW)."""
+    e = {CAT["vaddpd_zmm_zmm_zmm_k"]: 2, CAT["vpcmpd_k_zmm_zmm_i8_k"]: 1, CAT["kandw_k_k_k"]: 1,
+         CAT["vfmadd231pd_zmm_zmm_m64bcst"]: 1}
+    ins = allocate(body(e, 10))
+    assert dependency_report(ins) == NO_DEPENDENCY
+    vec = {representative(r) for r in _regs(ins, ("xmm", "ymm", "zmm"))}
+    assert vec <= set(EVEX_VECTOR_REGS) and {"vec16", "vec31", "vec0"} <= vec   # 30 RW uses over 30 of O_RW
+    masks = _regs(ins, "k")
+    assert masks <= set(MASK_REGS) and "k0" not in masks and len(masks) >= 3
+    part = partition(body(e, 1))
+    assert set(part[("vec", "R")]) | set(part[("vec", "W")]) <= {f"vec{i}" for i in range(16, 32)}
+    masked = [i for i in ins if i.scheme.name == "vaddpd_zmm_zmm_zmm_k"]
+    assert all(i.text().endswith("}") and "{%k" in i.text() for i in masked)
+    dests = [representative(str(i.values[0])) for i in masked]
+    assert set(dests) <= set(part[("vec", "RW")]) and len(set(dests)) == len(dests)  # chains spread over O_RW
+
+
+def test_vex_in_the_block_limits_vectors_to_16():
+    """One VEX scheme with a vector operand: nothing may use xmm16-31 (VEX cannot encode them)."""
+    e = {CAT["vaddpd_zmm_zmm_zmm"]: 1, CAT["vfmadd231pd_ymm_ymm_ymm"]: 1, CAT["vpternlogd_zmm_zmm_zmm_i8"]: 1}
+    ins = allocate(body(e, 30))
+    assert dependency_report(ins) == NO_DEPENDENCY
+    assert {representative(r) for r in _regs(ins, ("xmm", "ymm", "zmm"))} <= set(VECTOR_REGS)
+    # a block without vector operands at all keeps the 16 (nothing to widen)
+    assert {representative(r) for r in _regs(allocate(body({CAT["kandw_k_k_k"]: 1, CAT["kmovw_k_r32"]: 1}, 20)),
+                                              ("xmm", "ymm", "zmm"))} == set()
+
+
+def test_512_bit_memory_slots_are_aligned_and_disjoint():
+    """zmm loads/stores get 64-byte aligned slots 64 bytes apart; narrower blocks keep offset 32."""
+    e = {CAT["vaddpd_zmm_zmm_m512"]: 1, CAT["vmovups_m512_zmm_k"]: 1, CAT["vaddpd_zmm_zmm_m64bcst"]: 1}
+    ins = allocate(body(e, 20))
+    assert dependency_report(ins) == NO_DEPENDENCY
+    disps = {int(str(v).split("(")[0]) for i in ins for o, v in zip(i.scheme.operands, i.values) if o.kind == "mem"}
+    assert disps and all(d % 64 == 0 for d in disps) and max(disps) + 64 <= 4096
+    narrow = allocate(body({CAT["vaddpd_ymm_ymm_m256"]: 1, CAT["vmovups_m256_ymm"]: 1}, 5))
+    assert {str(v) for i in narrow for o, v in zip(i.scheme.operands, i.values) if o.kind == "mem"} <= \
+        {f"{32 + 64 * k}(%r14)" for k in range(63)}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(EVEX), st.integers(1, 3)), min_size=1, max_size=4,
+                unique_by=lambda t: t[0].name), st.sampled_from([40, 200]))
+def test_no_read_after_write_between_evex_instances(exp, target):
+    counts = dict(exp)
+    ins = allocate(body(counts, max(1, round(target / sum(counts.values())))))
+    assert dependency_report(ins) == NO_DEPENDENCY
+    assert "k0" not in _regs(ins, "k")
+
+
+@pytest.mark.skipif(not shutil.which("as"), reason="GNU as missing")
+def test_allocated_evex_blocks_assemble():
+    """Every offered EVEX scheme, allocated in a pure EVEX block (registers 16-31 included)."""
+    blocks = []
+    for k in range(0, len(EVEX), 3):
+        exp = {EVEX[(k + j * 97) % len(EVEX)]: 1 for j in range(3)}
+        blocks += [i.text() for i in allocate(body(exp, 2))]
+    assert any(re.search(r"%[xyz]mm(1[6-9]|2[0-9]|3[01])\b", b) for b in blocks)
+    proc = subprocess.run(["as", "--64", "-o", "/dev/null", "-"], input="\n".join(blocks) + "\n",
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:2000]
+
+
+def test_hardware_measures_zmm_and_mask_schemes():
+    """On a CPU with AVX-512F the hardware oracle runs zmm, masked, broadcast and mask-register
+    schemes (no fault, a positive finite cycle count; no timing bound on a shared VM)."""
+    from pmsolve.harness.hardware import HardwareOracle, Settings, available
+    from pmsolve.isa.catalogue import feature_supported, host_features
+
+    if available() is not None:
+        pytest.skip(str(available()))
+    flags = host_features()
+    if flags is None or not feature_supported("AVX512F", flags):
+        pytest.skip("the host CPU lacks AVX-512F")
+    from pmsolve.model import Experiment
+
+    names = ["vaddpd_zmm_zmm_zmm", "vaddpd_zmm_zmm_zmm_k", "vaddpd_zmm_zmm_m64bcst", "kandw_k_k_k"]
+    with HardwareOracle(names, Settings(rounds=3, target_ticks=20_000), on_error="nan") as hw:
+        got = hw.measure([Experiment({n: 1}) for n in names] + [Experiment({n: 1 for n in names})])
+        errors = [r.error for r in hw.results.values() if r.error]
+    assert not errors, errors
+    assert all(0 < v < 1e6 for v in got), got
+
+
+def test_frame_guards_its_avx512_setup():
+    """The measurement frame must run on CPUs without AVX-512: every zmm/k instruction sits
+    behind the XCR0 check, zmm0-15 keep VEX (clean upper) initialisation, masks k1-k7 are set,
+    and vzeroupper comes before the return."""
+    from pmsolve.harness.hardware import frame
+
+    lines = [ln.strip() for ln in frame().splitlines() if ln.strip()]
+    guard = lines.index("jne .L{name}_no_avx512")
+    end = lines.index(".L{name}_no_avx512:")
+    assert lines[guard - 4:guard] == ["xor %ecx, %ecx", "xgetbv", "and $0xe6, %eax", "cmp $0xe6, %eax"]
+    evex = [k for k, ln in enumerate(lines) if re.search(r"%(zmm\d+|k[0-7])\b|%[xy]mm(1[6-9]|2\d|3[01])\b", ln)]
+    assert evex and all(guard < k < end for k in evex)
+    assert {f"kxnorw %k0, %k0, %k{i}" for i in range(1, 8)} <= set(lines[guard:end])
+    assert {f"%zmm{i}" for i in range(16, 32)} == {ln.split()[-1] for ln in lines[guard + 1:end] if "%zmm" in ln}
+    assert lines.index("ret") > max(k for k, ln in enumerate(lines) if ln == "vzeroupper") > lines.index("{body}")

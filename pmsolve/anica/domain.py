@@ -7,7 +7,7 @@ abstract instruction is computed exactly as a bit mask over the universe: C2 of 
 the "expansion changes nothing" shortcut of the generaliser are exact set comparisons.
 
 Operands of an instruction are its explicit operands followed by its implicit (hardwired)
-ones, indexed from 0. Two operands *match* when both are registers of one file (GPR or vector)
+ones, indexed from 0. Two operands *match* when both are registers of one file (GPR, vector or mask)
 or both access memory; registers alias when they share a representative (``ecx``/``rcx``,
 ``xmm3``/``ymm3``), memory operands when they are syntactically identical (the sampler makes
 that exact, sec. 8.1.4).
@@ -56,9 +56,10 @@ class Form:
 
 
 def operand_file(o: Operand) -> str | None:
-    """What an operand can alias with: 'gpr', 'vec', 'mem', or None (immediates, addresses)."""
+    """What an operand can alias with: 'gpr', 'vec' (xmm/ymm/zmm), 'mask' (AVX-512 k
+    registers), 'mem', or None (immediates, addresses)."""
     if o.kind == "reg":
-        return "gpr" if o.cls == "gpr" else "vec"
+        return "gpr" if o.cls == "gpr" else "mask" if o.cls == "k" else "vec"
     if o.kind == "mem" and (o.read or o.write):
         return "mem"
     return None

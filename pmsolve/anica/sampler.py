@@ -25,6 +25,7 @@ from pmsolve.isa.render import GPRS, GPR_ALIAS, render, representative
 
 GPR_POOL = tuple(r for r in GPRS if r not in RESERVED)
 VEC_POOL = tuple(f"vec{i}" for i in range(16))
+MASK_POOL = tuple(f"k{i}" for i in range(1, 8))   # k0 cannot be a write mask
 MEM_SLOTS = tuple(f"{32 + 64 * i}(%{MEM_BASE})" for i in range(8))
 
 
@@ -34,11 +35,13 @@ def _value(op, loc: str) -> str:
         return loc
     if op.cls == "gpr":
         return GPRS[loc][op.width]
+    if op.cls == "k":
+        return loc
     return op.cls + loc[3:]
 
 
 def _loc_of_fixed(op) -> str:
-    return representative(op.fixed) if op.fixed in GPR_ALIAS or op.fixed.startswith(("xmm", "ymm")) else op.fixed
+    return representative(op.fixed) if op.fixed in GPR_ALIAS or op.fixed.startswith(("xmm", "ymm", "zmm")) else op.fixed
 
 
 class Sampler:
@@ -117,7 +120,7 @@ class Sampler:
                 return None
         for comp in rest:
             f = files[comp[0]]
-            pool = MEM_SLOTS if f == "mem" else GPR_POOL if f == "gpr" else VEC_POOL
+            pool = MEM_SLOTS if f == "mem" else GPR_POOL if f == "gpr" else MASK_POOL if f == "mask" else VEC_POOL
             banned = {loc.get(o) for r in comp for o in mustnot.get(r, ())}
             choices = [p for p in pool if p not in banned]
             if not choices or not assign(comp, choices[rng.randrange(len(choices))]):

@@ -1,6 +1,7 @@
 """Operand allocation (dissertation Alg. 3.1) and unrolling for throughput microbenchmarks.
 
-Operand candidates are partitioned into three disjoint sets per register class and for memory:
+Operand candidates are partitioned into three disjoint sets per register pool (general-purpose,
+vector, AVX-512 mask) and for memory:
 ``O_R`` (only ever read), ``O_W`` (only ever written) and ``O_RW`` (only used by read-and-written
 operands). ``O_R`` and ``O_W`` get just as many candidates as the most demanding scheme needs;
 ``O_RW`` gets the rest, so the unavoidable read-after-write chains through read-written operands
@@ -10,6 +11,17 @@ are never allocated: ``rsp`` (stack), ``r15`` (loop counter), ``r14`` (memory ba
 operand is ``disp(%r14)`` with disjoint, 64-byte spaced displacements) and ``r13`` (a small
 positive divisor); hardwired registers of the block's schemes (``cl`` of shifts, ``rdx`` of mulx)
 are taken out of the pools as well, so nothing allocated ever writes them.
+
+AVX-512 (EVEX) operands. ``xmm``/``ymm``/``zmm`` names of one number share a representative
+(``vec3``). A block whose vector operands all belong to EVEX-encoded schemes draws from
+``vec16``-``vec31`` and then ``vec0``-``vec15`` (the frame loads zmm16-31 in full, so the
+read-only and write-only sets come from there); as soon as one legacy/VEX scheme with a vector
+operand is in the block, the pool is ``vec0``-``vec15`` (VEX cannot encode more). Either way
+one candidate list serves every operand of the pool and Alg. 3.1 is unchanged. Mask operands
+(``k`` operands and write masks ``{%k1}``) draw from ``k1``-``k7``: ``k0`` is never allocated,
+because as a write mask it means "no masking". When a block has a 512-bit memory operand, the
+memory slots are ``64 i(%r14)`` (64-byte aligned and disjoint, so no zmm access splits a cache
+line or overlaps another slot); otherwise they stay at ``32 + 64 i(%r14)``.
 """
 
 from __future__ import annotations
@@ -20,16 +32,21 @@ from typing import Iterable, Mapping, Sequence
 
 from pmsolve.errors import ValidationError
 from pmsolve.isa.render import GPRS, reg_name, render, representative
-from pmsolve.isa.scheme import Operand, Scheme
+from pmsolve.isa.scheme import VECTOR_CLASSES, Operand, Scheme
 
 MEM_BASE = "r14"
 LOOP_COUNTER = "r15"
 DIVISOR = "r13"
 DIVISOR_VALUE = 3
 RESERVED = ("rsp", LOOP_COUNTER, MEM_BASE, DIVISOR)
-VECTOR_REGS = tuple(f"vec{i}" for i in range(16))
+VECTOR_REGS = tuple(f"vec{i}" for i in range(16))          # what legacy/VEX encodings reach
+#: what EVEX reaches (AVX-512); zmm16-31 first: the frame initialises them in full (zmm0-15
+#: keep zero upper halves), and O_W/O_R take the first candidates
+EVEX_VECTOR_REGS = tuple(f"vec{i}" for i in range(16, 32)) + VECTOR_REGS
+MASK_REGS = tuple(f"k{i}" for i in range(1, 8))            # k0 cannot be a write mask
 UNROLL_TARGETS = (40, 80, 200)
 MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 63   # [r14 + 32 + 64 i], one 4 KiB page
+WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + 64 i] when a block accesses 512 bits
 
 
 def immediate(width: int) -> int:
@@ -73,7 +90,27 @@ class Instance:
 def _pool_key(o: Operand) -> str:
     if o.kind == "mem":
         return "mem"
+    if o.cls == "k":
+        return "mask"
     return "gpr" if o.cls == "gpr" else "vec"
+
+
+def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
+    """The vector candidates of a block: all 32 when every scheme with a vector operand
+    (explicit or implicit) is EVEX-encoded, else the 16 that VEX and legacy encodings reach."""
+    for s in schemes:
+        if s.encoding != "evex" and any(o.kind == "reg" and o.cls in VECTOR_CLASSES
+                                        for o in s.operands + s.implicit):
+            return VECTOR_REGS
+    return EVEX_VECTOR_REGS
+
+
+def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
+    """The memory candidates of a block: 63 slots 64 bytes apart in one 4 KiB page, 64-byte
+    aligned when some operand accesses more than 32 bytes (zmm), else at the historic offset 32."""
+    wide = any(o.kind == "mem" and o.width > 256 for s in schemes for o in s.operands)
+    offset = WIDE_MEM_SLOT_OFFSET if wide else MEM_SLOT_OFFSET
+    return tuple(f"{offset + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS))
 
 
 def _role(o: Operand) -> str:
@@ -82,7 +119,7 @@ def _role(o: Operand) -> str:
 
 @dataclass(frozen=True)
 class Partition:
-    """The candidate sets ``O_R``, ``O_W``, ``O_RW`` per pool (gpr, vec, mem)."""
+    """The candidate sets ``O_R``, ``O_W``, ``O_RW`` per pool (gpr, vec, mask, mem)."""
 
     sets: Mapping[tuple[str, str], tuple[str, ...]]
 
@@ -137,8 +174,9 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
             need[k] = max(need[k], n)
     pools = {
         "gpr": [r for r in GPRS if r not in RESERVED and r not in fixed],
-        "vec": [v for v in VECTOR_REGS if v not in fixed],
-        "mem": [f"{MEM_SLOT_OFFSET + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS)],
+        "vec": [v for v in vector_pool(schemes) if v not in fixed],
+        "mask": [k for k in MASK_REGS if k not in fixed],
+        "mem": list(memory_slots(schemes)),
     }
     sets: dict[tuple[str, str], tuple[str, ...]] = {}
     for pool, cands in pools.items():

@@ -11,8 +11,10 @@ Three naming schemes denote x86-64 instruction schemes in this project and its r
   ``AND_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))``.
 
 The key is ``mnemonic op,op,...`` with one token per explicit operand: ``r8``..``r64``, ``xmm``,
-``ymm``, ``m8``..``m256`` (``m`` for an address only, as in ``lea``), ``i8``..``i64``, a
-constant (``1``, ``0``) or a hardwired register (``al``, ``cl``, ``rax``). Access (R/W/RW) is
+``ymm``, ``zmm``, ``k`` (an AVX-512 mask register, also the write mask of a masked EVEX form),
+``m8``..``m512`` (``m`` for an address only, as in ``lea``), ``m32bcst`` (an EVEX embedded
+broadcast), ``i8``..``i64``, a constant (``1``, ``0``) or a hardwired register (``al``, ``cl``,
+``rax``); an EVEX form the catalogue marks ``_evex`` (a twin of a VEX form) ends in `` {evex}``. Access (R/W/RW) is
 left out on purpose: the schemes sets disagree on it (iwho calls ``mov r16, imm16`` RW) and no
 two x86 schemes differ only in access. Distinctions one scheme set makes and another cannot
 express collapse onto one key (iwho's REX/non-REX 8-bit register classes, PMEvo's addressing
@@ -57,31 +59,37 @@ def _canon(mnemonic: str, ops: Sequence[str]) -> str:
 # ----------------------------------------------------------------------------- catalogue
 
 _FIXED_REGS = frozenset("al ax eax rax cl cx ecx rcx dl dx edx rdx xmm0".split())
-_CAT_TOKEN = re.compile(r"^(r(8|16|32|64)|xmm|ymm|zmm|m\d*|i(8|16|32|64)|\d+)$")
+_CAT_TOKEN = re.compile(r"^(r(8|16|32|64)|xmm|ymm|zmm|k|m\d*|m\d+bcst|i(8|16|32|64)|\d+)$")
+_EVEX_MARK = "evex"   # the catalogue's suffix of an EVEX twin of a VEX scheme (pmsolve.isa.x86_gen)
 
 
 def _parse_catalogue(name: str) -> Parsed | None:
     """``mnemonic_op_op``; operand tokens are taken from the right, so mnemonics with an
     underscore (``ccs_hash``) survive."""
     parts = name.strip().split("_")
+    evex = len(parts) > 2 and parts[-1] == _EVEX_MARK
+    if evex:
+        parts = parts[:-1]
     k = len(parts)
     while k > 1 and (_CAT_TOKEN.match(parts[k - 1]) or parts[k - 1] in _FIXED_REGS):
         k -= 1
     mnemonic = "_".join(parts[:k])
     if not re.fullmatch(r"[a-z][a-z0-9_ ]*", mnemonic):
         return None
-    return Parsed(_canon(mnemonic, parts[k:]))
+    return Parsed(_canon(mnemonic, parts[k:]) + (" {evex}" if evex else ""))
 
 
 def scheme_key_of(scheme) -> str:
-    """The key of a catalogue :class:`~pmsolve.isa.scheme.Scheme` from its structure (not its name)."""
-    return _canon(scheme.mnemonic, [o.short() for o in scheme.operands])
+    """The key of a catalogue :class:`~pmsolve.isa.scheme.Scheme` from its structure (not its
+    name): mnemonic, operand kinds, and the ``{evex}`` pseudo-prefix of a forced EVEX form."""
+    key = _canon(scheme.mnemonic, [o.short() for o in scheme.operands])
+    return key + (" {evex}" if scheme.template.startswith("{{evex}}") else "")
 
 
 # ----------------------------------------------------------------------------- explainable (iwho)
 
 _EXP_GPR = re.compile(r"^(?:[RW]+:)?GPR:(\d+)$")
-_EXP_VEC = re.compile(r"^(?:[RW]+:)?([XY]MM)\d+\.\.\d+$")
+_EXP_VEC = re.compile(r"^(?:[RW]+:)?([XYZ]MM)\d+\.\.\d+$")
 _EXP_MEM = re.compile(r"^(?:(\w+) ptr )?(?:[RW]+:)?MEM\((\d+)\)$")
 _EXP_IMM = re.compile(r"^IMM\((\d+)\)$")
 _EXP_REGS = re.compile(r"^(?:[RW]+:)?([a-z0-9]+(?:,[a-z0-9]+)*)$")
@@ -148,7 +156,7 @@ def _parse_pmevo(name: str) -> Parsed | None:
     for op in (rest.split(",_") if sep else []):
         if m := _PM_REG.match(op):
             kind, width = m.group(1), int(m.group(2))
-            ops.append(f"r{width}" if kind == "G" else {128: "xmm", 256: "ymm"}.get(width, f"v{width}"))
+            ops.append(f"r{width}" if kind == "G" else {128: "xmm", 256: "ymm", 512: "zmm"}.get(width, f"v{width}"))
         elif m := _PM_DIV.match(op):
             ops.append(f"r{m.group(1)}")
         elif m := _PM_IMM.match(op):

@@ -21,9 +21,11 @@ from pmsolve.errors import FormatError, UnknownNameError, ValidationError
 from pmsolve.isa.scheme import Scheme
 
 #: iced-x86 CPUID feature -> /proc/cpuinfo flag; features absent here map to their lower-case name
+#: (AVX512F -> avx512f, AVX512_VNNI -> avx512_vnni, AVX512_BF16 -> avx512_bf16, ...: Linux's
+#: arch/x86/include/asm/cpufeatures.h spells IFMA and VBMI without the underscore)
 _CPUINFO_FLAG = {"SSE3": "pni", "LZCNT": "abm", "SHA": "sha_ni", "CMPXCHG16B": "cx16", "PREFETCHW": "3dnowprefetch",
                  "CLFSH": "clflush", "SSE4_1": "sse4_1", "SSE4_2": "sse4_2", "AVX_VNNI": "avx_vnni",
-                 "D3NOW": "3dnow", "D3NOWEXT": "3dnowext"}
+                 "D3NOW": "3dnow", "D3NOWEXT": "3dnowext", "AVX512_IFMA": "avx512ifma", "AVX512_VBMI": "avx512vbmi"}
 #: features every x86-64 CPU has
 _BASELINE = {"INTEL8086", "INTEL186", "INTEL286", "INTEL386", "INTEL486", "X64", "CPUID", "MULTIBYTENOP", "PAUSE",
              "FPU", "FPU287", "FPU387", "TSC", "CX8", "CMOV", "FXSR", "SSE", "SSE2", "MMX", "SYSCALL"}

@@ -20,8 +20,13 @@ GPR_ALIAS: dict[str, str] = {name: full for full, ws in GPRS.items() for name in
 GPR_ALIAS.update({"ah": "rax", "bh": "rbx", "ch": "rcx", "dh": "rdx"})
 
 
+#: the AVX-512 mask registers; ``k0`` means "no mask" as a write mask, so it is never allocated
+MASK_REGS = tuple(f"k{i}" for i in range(8))
+
+
 def representative(reg: str) -> str:
-    """The register a name aliases with: ``ecx`` -> ``rcx``, ``ymm3``/``xmm3`` -> ``vec3``."""
+    """The register a name aliases with: ``ecx`` -> ``rcx``, ``xmm3``/``ymm3``/``zmm3`` ->
+    ``vec3``; a mask register is its own representative (``k2``)."""
     reg = reg.lower()
     if reg.startswith(("xmm", "ymm", "zmm")):
         return "vec" + reg[3:]
@@ -32,6 +37,8 @@ def reg_name(rep: str, op: Operand) -> str:
     """The name of representative ``rep`` at the operand's class/width."""
     if op.cls == "gpr":
         return GPRS[rep][op.width]
+    if op.cls == "k":
+        return rep
     return op.cls + rep[3:]
 
 
@@ -53,10 +60,13 @@ def render_representative(scheme: Scheme) -> str:
     """A representative instance (as the generator validates it with GNU as)."""
     gpr = iter(["rbx", "rsi", "rdi", "r8"])
     vec = iter(range(1, 9))
+    mask = iter(MASK_REGS[1:])
     values: list[str | int] = []
     for o in scheme.operands:
         if o.fixed:
             values.append(o.fixed)
+        elif o.kind == "reg" and o.cls == "k":
+            values.append(next(mask))
         elif o.kind == "reg":
             values.append(reg_name(next(gpr), o) if o.cls == "gpr" else f"{o.cls}{next(vec)}")
         elif o.kind == "mem":

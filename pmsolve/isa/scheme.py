@@ -16,17 +16,27 @@ from typing import Any, Mapping
 from pmsolve.errors import FormatError
 
 OPERAND_KINDS = ("reg", "mem", "imm", "const")
-REG_CLASSES = ("gpr", "xmm", "ymm")
+#: register classes: general-purpose, vector (xmm/ymm/zmm alias: one register file) and the
+#: AVX-512 mask registers k0-k7
+REG_CLASSES = ("gpr", "xmm", "ymm", "zmm", "k")
+VECTOR_CLASSES = ("xmm", "ymm", "zmm")
+#: ``cls`` of a memory operand: a plain access, or an EVEX embedded broadcast (one element of
+#: ``width`` bits read and broadcast to every lane, AT&T ``{1toN}``)
+MEM_CLASSES = ("mem", "bcst")
 
 
 @dataclass(frozen=True)
 class Operand:
     """One operand of a scheme.
 
-    ``kind`` is ``reg`` (``cls`` one of gpr/xmm/ymm), ``mem`` (``width`` 0 means an address
-    only, as in ``lea``), ``imm`` (an immediate of ``width`` bits) or ``const`` (a value fixed
+    ``kind`` is ``reg`` (``cls`` one of gpr/xmm/ymm/zmm/k), ``mem`` (``width`` 0 means an
+    address only, as in ``lea``; ``cls`` ``bcst`` marks an EVEX embedded broadcast of one
+    ``width``-bit element), ``imm`` (an immediate of ``width`` bits) or ``const`` (a value fixed
     by the encoding, e.g. the 1 of ``shl r64, 1``; ``value`` holds it). ``fixed`` names a
     hardwired register (``cl`` in ``shl r64, cl``; every implicit operand has one).
+
+    An EVEX write mask (``{%k1}`` on the destination) is an ordinary read-only ``k`` operand,
+    the scheme's last explicit one; its template puts it in braces after the destination.
     """
 
     kind: str
@@ -42,25 +52,31 @@ class Operand:
         return ("R" if self.read else "") + ("W" if self.write else "")
 
     def short(self) -> str:
-        """The operand's part of a scheme name: ``r64``, ``m32``, ``xmm``, ``i8``, ``cl``, ``1``."""
+        """The operand's part of a scheme name: ``r64``, ``m32``, ``xmm``, ``zmm``, ``k``,
+        ``m64bcst`` (a broadcast element, the SDM's notation), ``i8``, ``cl``, ``1``."""
         if self.fixed:
             return self.fixed
         if self.kind == "reg":
             return f"r{self.width}" if self.cls == "gpr" else self.cls
         if self.kind == "mem":
+            if self.cls == "bcst":
+                return f"m{self.width}bcst"
             return f"m{self.width}" if self.width else "m"
         if self.kind == "imm":
             return f"i{self.width}"
         return str(self.value)
 
     def describe(self) -> str:
-        """Dissertation notation, e.g. ``GPR[64]:RW``."""
+        """Dissertation notation, e.g. ``GPR[64]:RW``, ``ZMM:R``, ``K:R``, ``BCST[32]:R``."""
         if self.fixed:
             base = self.fixed
         elif self.kind == "reg":
             base = f"GPR[{self.width}]" if self.cls == "gpr" else self.cls.upper()
         elif self.kind == "mem":
-            base = f"MEM[{self.width}]" if self.width else "AGEN"
+            if self.cls == "bcst":
+                base = f"BCST[{self.width}]"
+            else:
+                base = f"MEM[{self.width}]" if self.width else "AGEN"
         elif self.kind == "imm":
             base = f"IMM[{self.width}]"
         else:
