@@ -16,36 +16,44 @@
 ; t: Real in [0, ∞]
 (declare-fun t () Real)
 (assert (>= t 0.0))
-; x[{p1,p2},p1]: Real in [0, ∞]
-(declare-fun |x[{p1,p2},p1]| () Real)
-(assert (>= |x[{p1,p2},p1]| 0.0))
-; x[{p1,p2},p2]: Real in [0, ∞]
-(declare-fun |x[{p1,p2},p2]| () Real)
-(assert (>= |x[{p1,p2},p2]| 0.0))
-; x[{p1},p1]: Real in [0, ∞]
-(declare-fun |x[{p1},p1]| () Real)
-(assert (>= |x[{p1},p1]| 0.0))
-; x[{p3},p3]: Real in [0, ∞]
-(declare-fun |x[{p3},p3]| () Real)
-(assert (>= |x[{p3},p3]| 0.0))
-; [A{p1}] x[{p1},p1] = 2
-(assert (! (= |x[{p1},p1]| 2.0) :named |named!A{p1}|))
-; [A{p1,p2}] x[{p1,p2},p1] + x[{p1,p2},p2] = 2
-(assert (! (= (+ |x[{p1,p2},p1]| |x[{p1,p2},p2]|) 2.0) :named |named!A{p1,p2}|))
-; [A{p3}] x[{p3},p3] = 1
-(assert (! (= |x[{p3},p3]| 1.0) :named |named!A{p3}|))
-; [B[p1]] p[p1] = x[{p1,p2},p1] + x[{p1},p1]
-(assert (! (= |p[p1]| (+ |x[{p1,p2},p1]| |x[{p1},p1]|)) :named |named!B[p1]|))
+; x[add.1,p1]: Real in [0, ∞]
+(declare-fun |x[add.1,p1]| () Real)
+(assert (>= |x[add.1,p1]| 0.0))
+; x[add.1,p2]: Real in [0, ∞]
+(declare-fun |x[add.1,p2]| () Real)
+(assert (>= |x[add.1,p2]| 0.0))
+; x[mul.1,p1]: Real in [0, ∞]
+(declare-fun |x[mul.1,p1]| () Real)
+(assert (>= |x[mul.1,p1]| 0.0))
+; x[store.1,p1]: Real in [0, ∞]
+(declare-fun |x[store.1,p1]| () Real)
+(assert (>= |x[store.1,p1]| 0.0))
+; x[store.1,p2]: Real in [0, ∞]
+(declare-fun |x[store.1,p2]| () Real)
+(assert (>= |x[store.1,p2]| 0.0))
+; x[store.2,p3]: Real in [0, ∞]
+(declare-fun |x[store.2,p3]| () Real)
+(assert (>= |x[store.2,p3]| 0.0))
+; [A[add.1]] x[add.1,p1] + x[add.1,p2] = 1
+(assert (! (= (+ |x[add.1,p1]| |x[add.1,p2]|) 1.0) :named |named!A[add.1]|))
+; [A[mul.1]] x[mul.1,p1] = 2
+(assert (! (= |x[mul.1,p1]| 2.0) :named |named!A[mul.1]|))
+; [A[store.1]] x[store.1,p1] + x[store.1,p2] = 1
+(assert (! (= (+ |x[store.1,p1]| |x[store.1,p2]|) 1.0) :named |named!A[store.1]|))
+; [A[store.2]] x[store.2,p3] = 1
+(assert (! (= |x[store.2,p3]| 1.0) :named |named!A[store.2]|))
+; [B[p1]] p[p1] = x[add.1,p1] + x[mul.1,p1] + x[store.1,p1]
+(assert (! (= |p[p1]| (+ |x[add.1,p1]| |x[mul.1,p1]| |x[store.1,p1]|)) :named |named!B[p1]|))
 ; [C[p1]] p[p1] ≤ t
 (assert (! (<= |p[p1]| t) :named |named!C[p1]|))
-; [B[p2]] p[p2] = x[{p1,p2},p2]
-(assert (! (= |p[p2]| |x[{p1,p2},p2]|) :named |named!B[p2]|))
+; [B[p2]] p[p2] = x[add.1,p2] + x[store.1,p2]
+(assert (! (= |p[p2]| (+ |x[add.1,p2]| |x[store.1,p2]|)) :named |named!B[p2]|))
 ; [C[p2]] p[p2] ≤ t
 (assert (! (<= |p[p2]| t) :named |named!C[p2]|))
-; [B[p3]] p[p3] = x[{p3},p3]
-(assert (! (= |p[p3]| |x[{p3},p3]|) :named |named!B[p3]|))
+; [B[p3]] p[p3] = x[store.2,p3]
+(assert (! (= |p[p3]| |x[store.2,p3]|) :named |named!B[p3]|))
 ; [C[p3]] p[p3] ≤ t
 (assert (! (<= |p[p3]| t) :named |named!C[p3]|))
 (minimize t)
 (check-sat)
-(get-value (|p[p1]| |p[p2]| |p[p3]| t |x[{p1,p2},p1]| |x[{p1,p2},p2]| |x[{p1},p1]| |x[{p3},p3]|))
+(get-value (|p[p1]| |p[p2]| |p[p3]| t |x[add.1,p1]| |x[add.1,p2]| |x[mul.1,p1]| |x[store.1,p1]| |x[store.1,p2]| |x[store.2,p3]|))

@@ -23,7 +23,8 @@ from fractions import Fraction
 from itertools import combinations, permutations
 from typing import Callable
 
-from pmsolve.encodings.strategy import Family, MappingClass, Observation, StrategySpec, port_subsets
+from pmsolve.encodings.mapping_class import MappingClass, port_subsets
+from pmsolve.encodings.sufficiency import Family, Observation, StrategySpec
 from pmsolve.errors import ValidationError
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
 from pmsolve.throughput import inverse_throughput

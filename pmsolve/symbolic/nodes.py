@@ -76,7 +76,11 @@ class Node:
         return k
 
     def __hash__(self) -> int:
-        return hash(self.key)
+        d = self.__dict__
+        h = d.get("_hash")
+        if h is None:
+            h = d["_hash"] = hash(self.key)
+        return h
 
     def __bool__(self) -> bool:
         raise ValidationError(
@@ -256,17 +260,14 @@ class Lin(_Arith):
     @staticmethod
     def build(pairs: Iterable[tuple[Atom, Fraction]], const: Fraction) -> "Lin":
         """The canonical term Σ c·atom + const; one pass and one sort, so sums are O(n log n)."""
-        acc: dict[tuple[Any, ...], list[Any]] = {}
+        acc: dict[Atom, Any] = {}  # keyed by the atoms (hash cached, equality structural)
         for atom, c in pairs:
-            slot = acc.get(atom.key)
-            if slot is None:
-                acc[atom.key] = [atom, c]
-            else:
-                slot[1] += c
+            acc[atom] = acc[atom] + c if atom in acc else c
         if len(acc) > 1:
-            _refuse_name_clashes(a for a, _ in acc.values())
-        items = sorted(((a, Fraction(c)) for a, c in acc.values() if c != 0), key=lambda p: _order(p[0]))
-        return Lin(tuple(items), Fraction(const))
+            _refuse_name_clashes(acc)
+        items = sorted(((a, c if type(c) is Fraction else Fraction(c)) for a, c in acc.items() if c != 0),
+                       key=lambda p: _order(p[0]))
+        return Lin(tuple(items), const if type(const) is Fraction else Fraction(const))
 
     def plus(self, other: "Lin") -> "Lin":
         if not other.terms:
