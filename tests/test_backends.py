@@ -35,7 +35,7 @@ def infeasible_lp():
 
 def smt_appendix_b(extra: bool):
     x, y = Int("x", -10, 10), Int("y", -10, 11)
-    p = Problem(name="App. B SMT").add(Implies(x >= 0, y.eq(x + 1))).add(Implies(Not(x >= 0), y.eq(0)))
+    p = Problem(name="App. B SMT").add(Implies(x >= 0, y == x + 1)).add(Implies(Not(x >= 0), y == 0))
     if extra:
         p.add(y <= x)
     return p, "unsat" if extra else "sat", None
@@ -44,8 +44,8 @@ def smt_appendix_b(extra: bool):
 def mixed_sat():
     b, c = Bool("b"), Bool("c")
     t, n = Real("t", 0, 4), Int("n", 0, 3)
-    p = Problem(name="mixed").add(Sum([ite(b, t, 0), ite(c, n, 1)]).eq(F(7, 2)))
-    p.add(Or(b, c)).add(n.ne(2)).add(Implies(c, t <= 2))
+    p = Problem(name="mixed").add(Sum([ite(b, t, 0), ite(c, n, 1)]) == F(7, 2))
+    p.add(Or(b, c)).add(n != 2).add(Implies(c, t <= 2))
     return p, "sat", None
 
 
@@ -78,7 +78,7 @@ def knapsack():
 
 def strict_ints():
     n, m = Int("n", -5, 5), Int("m", -5, 5)
-    p = Problem(name="strict ints").add(n < m).add(m < 1).add(n.ne(-5)).minimize(n + m)
+    p = Problem(name="strict ints").add(n < m).add(m < 1).add(n != -5).minimize(n + m)
     return p, "sat", F(-7)  # n = -4, m = -3
 
 

@@ -43,10 +43,10 @@ def test_thm_4_4_relate_throughput_pins_t_to_the_lp_optimum(backend, pair, other
     problem, rel = relate_problem(mapping, experiment)
     free = solve(problem, backend)
     assert free.status == "sat" and free.model["r.t"] == opt
-    fixed = Problem(constraints=list(problem.constraints)).add(rel.t.eq(opt))
+    fixed = Problem(constraints=list(problem.constraints)).add(rel.t == opt)
     assert solve(fixed, backend).status == "sat"
     if other != opt:
-        wrong = Problem(constraints=list(problem.constraints)).add(rel.t.eq(other))
+        wrong = Problem(constraints=list(problem.constraints)).add(rel.t == other)
         assert solve(wrong, backend).status == "unsat"
 
 

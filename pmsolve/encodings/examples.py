@@ -12,6 +12,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
+from pmsolve.backends.lpfile import to_lp_format
+from pmsolve.backends.smtlib import to_smtlib2
 from pmsolve.encodings.cegis import Space, build_find_mapping, build_find_other_mapping
 from pmsolve.encodings.coverage import build_coverage
 from pmsolve.encodings.experiments import fixed_experiment
@@ -118,9 +120,6 @@ EXAMPLES = [
 
 def render(example: Example, fmt: str) -> str:
     """The file text of one example in one format ("smt2" or "lp")."""
-    from pmsolve.backends.lpfile import to_lp_format
-    from pmsolve.backends.smtlib import to_smtlib2
-
     problem = example.build()
     expect = example.status + (f", objective {example.objective}" if example.objective is not None else "")
     if fmt == "smt2":

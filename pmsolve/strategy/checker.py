@@ -21,7 +21,7 @@ from pmsolve.encodings.shortcut import build_shortcut_gap, pairwise_union_admiss
 from pmsolve.encodings.sufficiency import build_sufficiency
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.strategy.strategies import Strategy, observe, parse_strategy
+from pmsolve.strategy.strategies import Strategy, instruction_names, observe, parse_strategy, port_names
 from pmsolve.throughput import bottleneck, inverse_throughput
 
 SUFFICIENT, COUNTEREXAMPLE, UNKNOWN = "sufficient", "counterexample", "unknown"
@@ -318,8 +318,6 @@ class ShortcutVerdict:
 def shortcut_gap(insns: int, ports: int, *, max_exp_len: int = 3, backend: str | None = None,
                  timeout: float | None = None) -> ShortcutVerdict:
     """Search a two-level mapping and experiment where Facile's pairwise shortcut is not exact."""
-    from pmsolve.strategy.strategies import instruction_names, port_names
-
     if insns < 1 or ports < 1:
         raise ValidationError("--insns and --ports must be ≥ 1")
     cls = MappingClass(instruction_names(insns), port_names(ports))
