@@ -9,7 +9,7 @@ case of one µop with count 1 per instruction. Reading and writing files lives i
 
 The exact bottleneck formula of Thm 5.2 on a µop multiset (:func:`bottleneck_of`) lives here,
 below everything else, so that a mapping can answer :meth:`PortMapping.indistinguishable`
-itself; :mod:`pmsolve.bottleneck` and :mod:`pmsolve.throughput` build on it.
+itself; :mod:`pmsolve.formula` and :mod:`pmsolve.throughput` build on it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 
 * ``exact`` -- the bottleneck formula of Thm 5.2 in Fractions (:func:`bottleneck` also gives
   the bottleneck ports). The reference every other route is checked against.
-* ``batch`` -- the same formula vectorised with numpy (:mod:`pmsolve.bottleneck`), equal to
+* ``batch`` -- the same formula vectorised with numpy (:mod:`pmsolve.formula`), equal to
   ``float(exact)`` bit for bit; each mapping is compiled to bitmasks once and cached.
 * ``lp`` -- a solver backend of :mod:`pmsolve.backends` (``backend=``, else
   ``$PMSOLVE_BACKEND``, else auto): the LP of Thm 3.7 / 3.12 where the backend can optimise,
@@ -33,7 +33,7 @@ import numpy as np
 
 from pmsolve.backends import get, requested_name, solve
 from pmsolve.backends.capabilities import OPTIMIZE
-from pmsolve.bottleneck import (
+from pmsolve.formula import (
     Bottleneck, MaskBatch, RMax, batch_inverse_throughput, bottleneck, check_r_max, cpi,
     evaluate_many, evaluate_masks,
 )

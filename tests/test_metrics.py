@@ -31,7 +31,8 @@ def test_shortcuts_load_on_first_use():
     import pmsolve
 
     assert {"PortMapping", "inverse_throughput", "load_mapping", "solve", "report"} <= set(pmsolve.__all__)
-    assert pmsolve.inverse_throughput is inverse_throughput
+    assert pmsolve.inverse_throughput is inverse_throughput and pmsolve.bottleneck(
+        PortMapping.two_level(["p0"], {"a": ["p0"]}), Experiment({"a": 2})).inverse_throughput == 2
     with pytest.raises(AttributeError):
         pmsolve.no_such_name  # noqa: B018
 

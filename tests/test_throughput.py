@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pmsolve.backends import solve
-from pmsolve.bottleneck import _evaluate_port_subsets
+from pmsolve.formula import _evaluate_port_subsets
 from pmsolve.encodings import throughput_lp
 from pmsolve.errors import UnknownNameError, ValidationError
 from pmsolve.model import Experiment, PortMapping

@@ -6,7 +6,7 @@
 
 `build_*` return an Encoding (problem, decode, and the variable handles "mapping" and
 "experiment"); `find_*` solve on a backend, decode, and re-check the answer with the exact
-bottleneck formula (pmsolve.bottleneck) before returning it.
+bottleneck formula (pmsolve.formula) before returning it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Sequence
 
 from pmsolve.backends import solve
-from pmsolve.bottleneck import bottleneck
+from pmsolve.formula import bottleneck
 from pmsolve.encodings.encoding import Encoding
 from pmsolve.encodings.experiments import fixed_experiment, free_experiment
 from pmsolve.encodings.mappings import (

@@ -77,6 +77,3 @@ class Encoding(Generic[D]):
         """The integer "how many µops with exactly these ports `insn` has" (power-set mappings)."""
         return self._mapping().count(insn, ports)
 
-
-def problem_of(constraints: Iterable[Formula], name: str) -> Problem:
-    return Problem(name=name).add(list(constraints))

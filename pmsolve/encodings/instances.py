@@ -12,7 +12,7 @@ import random
 from pmsolve.encodings.cegis import Observation, Space, build_find_other_mapping
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import Problem
-from pmsolve.bottleneck import bottleneck
+from pmsolve.formula import bottleneck
 
 
 def cegis_instance(n_insns: int, n_ports: int, seed: int = 0,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pmsolve.bottleneck import check_r_max
+from pmsolve.formula import check_r_max
 from pmsolve.encodings.encoding import Encoding, model_of
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.symbolic import Lin, NumVar, Problem, Real, Sum, eval_term

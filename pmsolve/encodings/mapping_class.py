@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations_with_replacement
 
-from pmsolve.bottleneck import bottleneck
+from pmsolve.formula import bottleneck
 from pmsolve.encodings.experiments import binary_digits, free_experiment
 from pmsolve.encodings.mappings import MappingEnc, port_subsets, power_set_mapping, two_level_mapping
 from pmsolve.errors import ValidationError

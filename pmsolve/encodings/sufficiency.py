@@ -28,7 +28,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Callable
 
-from pmsolve.bottleneck import bottleneck
+from pmsolve.formula import bottleneck
 from pmsolve.encodings.encoding import Encoding
 from pmsolve.encodings.mapping_class import FreeExperiment, MappingClass, SymMapping
 from pmsolve.encodings.symmetry import lex_geq

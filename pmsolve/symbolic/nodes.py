@@ -69,18 +69,10 @@ class Node:
     @property
     def key(self) -> tuple[Any, ...]:
         """Structural identity (computed once; nodes are immutable)."""
-        d = self.__dict__
-        k = d.get("_key")
-        if k is None:
-            k = d["_key"] = self._make_key()
-        return k
+        return _once(self, "_key", self._make_key)
 
     def __hash__(self) -> int:
-        d = self.__dict__
-        h = d.get("_hash")
-        if h is None:
-            h = d["_hash"] = hash(self.key)
-        return h
+        return _once(self, "_hash", lambda: hash(self.key))
 
     def __bool__(self) -> bool:
         raise ValidationError(
@@ -89,6 +81,15 @@ class Node:
 
     def __str__(self) -> str:
         return show(self)
+
+
+def _once(node: Node, name: str, compute: Any) -> Any:
+    """A derived value of an immutable node, computed on first use and kept in its __dict__."""
+    d = node.__dict__
+    value = d.get(name)
+    if value is None:
+        value = d[name] = compute()
+    return value
 
 
 def same(a: Node, b: Node) -> bool:
@@ -232,11 +233,7 @@ Atom = Union[NumVar, Ite]
 
 def _order(atom: Atom) -> tuple[int, str]:
     """Where an atom sits in a canonical term: variables by name, then `ite` atoms by text."""
-    d = atom.__dict__
-    o = d.get("_order")
-    if o is None:
-        o = d["_order"] = (0, atom.name) if isinstance(atom, NumVar) else (1, str(atom))
-    return o
+    return _once(atom, "_order", lambda: (0, atom.name) if isinstance(atom, NumVar) else (1, str(atom)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,11 +286,7 @@ class Lin(_Arith):
     @property
     def sort(self) -> Sort:
         """Int if every atom is integer-valued and every coefficient is integral, else Real."""
-        d = self.__dict__
-        s = d.get("_sort")
-        if s is None:
-            s = d["_sort"] = self._sort()
-        return s
+        return _once(self, "_sort", self._sort)
 
     def _sort(self) -> Sort:
         if self.const.denominator != 1 or any(c.denominator != 1 for _, c in self.terms):
@@ -472,60 +465,47 @@ class NotF(Formula):
 
 
 @dataclass(frozen=True, eq=False)
-class AndF(Formula):
+class _Junction(Formula):
+    """A conjunction or disjunction of its arguments (flattened by And / Or)."""
+
     args: tuple[Formula, ...]
 
+    def children(self) -> tuple[Node, ...]:
+        return self.args
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return (self.kind, tuple(a.key for a in self.args))
+
+
+class AndF(_Junction):
     kind = "and"
 
-    def children(self) -> tuple[Node, ...]:
-        return self.args
 
-    def _make_key(self) -> tuple[Any, ...]:
-        return ("and", tuple(a.key for a in self.args))
-
-
-@dataclass(frozen=True, eq=False)
-class OrF(Formula):
-    args: tuple[Formula, ...]
-
+class OrF(_Junction):
     kind = "or"
 
-    def children(self) -> tuple[Node, ...]:
-        return self.args
-
-    def _make_key(self) -> tuple[Any, ...]:
-        return ("or", tuple(a.key for a in self.args))
-
 
 @dataclass(frozen=True, eq=False)
-class ImpliesF(Formula):
+class _Binary(Formula):
     lhs: Formula
     rhs: Formula
-
-    kind = "implies"
 
     def children(self) -> tuple[Node, ...]:
         return (self.lhs, self.rhs)
 
     def _make_key(self) -> tuple[Any, ...]:
-        return ("implies", self.lhs.key, self.rhs.key)
+        return (self.kind, self.lhs.key, self.rhs.key)
+
+
+class ImpliesF(_Binary):
+    kind = "implies"
 
     def desugar(self) -> Formula:
         return OrF((Not(self.lhs), self.rhs))
 
 
-@dataclass(frozen=True, eq=False)
-class IffF(Formula):
-    lhs: Formula
-    rhs: Formula
-
+class IffF(_Binary):
     kind = "iff"
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.lhs, self.rhs)
-
-    def _make_key(self) -> tuple[Any, ...]:
-        return ("iff", self.lhs.key, self.rhs.key)
 
     def desugar(self) -> Formula:
         return AndF((ImpliesF(self.lhs, self.rhs), ImpliesF(self.rhs, self.lhs)))
