@@ -69,8 +69,8 @@ def cmd_throughput(args: argparse.Namespace) -> int:
     for exp in _experiments_from_args(args, mapping):
         b = bottleneck(mapping, exp, args.r_max)
         if args.backend:  # the same number again through a solver; raises if it disagrees
-            from pmsolve.encodings.lp import solve_inverse_throughput
-            solve_inverse_throughput(mapping, exp, args.backend, args.r_max)
+            from pmsolve.throughput import inverse_throughput
+            inverse_throughput(mapping, exp, r_max=args.r_max, method="lp", backend=args.backend)
         results.append((exp, b))
     if args.backend:
         print(f"checked by backend {args.backend}: every value agrees with the bottleneck formula",
@@ -142,11 +142,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         return 0
     if not (args.mapping and args.experiment):
         raise ValidationError("give --export DIR, or --mapping FILE and --experiment 'insn:count,...'")
-    from pmsolve.encodings.experiments import fixed_experiment
     from pmsolve.encodings.lp import throughput_lp
-    from pmsolve.encodings.mappings import fixed_mapping
     from pmsolve.encodings.relate import relate_throughput
-    from pmsolve.symbolic import Problem
 
     mapping = load_mapping(args.mapping)
     exp = Experiment.parse(args.experiment, known=mapping.instructions)
@@ -154,11 +151,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if args.encoding == "lp":
         problem = throughput_lp(mapping, exp, args.r_max).problem
     else:
-        rel = relate_throughput(fixed_mapping(mapping), fixed_experiment(exp, mapping.instructions), "",
-                                r_max=args.r_max)
-        problem = Problem(name=f"relateThroughput (Def. 4.5) of {exp}")
-        for c in rel.constraints:
-            problem.add(c)
+        problem = relate_throughput(mapping, exp, r_max=args.r_max).problem
+        problem.name = f"relateThroughput (Def. 4.5) of {exp}"
     text = to_lp_format(problem) if args.format == "lp" else to_smtlib2(problem)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
@@ -190,7 +184,7 @@ def _memory_role(insn: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from pmsolve.throughput import bottleneck, lp_inverse_throughput
+    from pmsolve.throughput import bottleneck, inverse_throughput
 
     mapping = example_mapping()
     print("Bundled example: the blocking instructions of AMD Zen+ as inferred in the dissertation "
@@ -207,7 +201,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for counts in demo:
         e = Experiment(counts)
         b = bottleneck(mapping, e, args.r_max)
-        lp = lp_inverse_throughput(mapping, e, args.r_max, solver="auto")
+        lp = float(inverse_throughput(mapping, e, r_max=args.r_max, method="lp"))
         if abs(lp - float(b.inverse_throughput)) > 1e-7:
             raise PmsolveError(f"internal check failed: LP {lp} != formula {b.inverse_throughput} on {e}")
         short = ", ".join(f"{n}× {i.split()[0]}{_memory_role(i)}" for i, n in e.items())

@@ -1,14 +1,16 @@
 """Accuracy metrics of predicted against measured throughputs (heat maps: pmsolve.leaderboard).
 
-MAPE is the mean of |predicted − measured| / measured; Pearson's r measures linear agreement;
-Kendall's τ-b measures whether the predictor orders experiments like the hardware does (the
-metric the PMEvo and AnICA papers lead with, robust to a constant factor).
+MAPE is the mean of |predicted − measured| / measured, kept as a **fraction** (0.137) in every
+value and JSON field named ``mape``; displays show percent (``mape_percent``, "13.7 %").
+Pearson's r measures linear agreement; Kendall's τ-b measures whether the predictor orders
+experiments like the hardware does (the metric the PMEvo and AnICA papers lead with, robust to a
+constant factor). :func:`report` adds the experiments behind the numbers: ``worst(k)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -17,16 +19,22 @@ from pmsolve.errors import ValidationError
 
 @dataclass(frozen=True)
 class Accuracy:
+    """n experiments; ``mape`` a fraction (see module doc); Pearson's r; Kendall's τ-b."""
+
     n: int
     mape: float
     pearson: float
     kendall_tau_b: float
 
+    @property
+    def mape_percent(self) -> float:
+        return 100 * self.mape
+
     def as_dict(self) -> dict:
         return asdict(self)
 
     def __str__(self) -> str:
-        return (f"n={self.n}  MAPE={100 * self.mape:.1f} %  Pearson={self.pearson:.3f}  "
+        return (f"n={self.n}  MAPE={self.mape_percent:.1f} %  Pearson={self.pearson:.3f}  "
                 f"Kendall τ-b={self.kendall_tau_b:.3f}")
 
 
@@ -41,6 +49,7 @@ def _arrays(predicted: Sequence[float], measured: Sequence[float]) -> tuple[np.n
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """Mean absolute percentage error as a fraction (0.05 is 5 %)."""
     p, m = _arrays(predicted, measured)
     return float(np.mean(np.abs(p - m) / m))
 
@@ -63,3 +72,45 @@ def kendall_tau_b(predicted: Sequence[float], measured: Sequence[float]) -> floa
 def accuracy(predicted: Sequence[float], measured: Sequence[float]) -> Accuracy:
     return Accuracy(len(predicted), mape(predicted, measured), pearson(predicted, measured),
                     kendall_tau_b(predicted, measured))
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """One experiment's prediction against its measurement; ``error`` is relative (a fraction)."""
+
+    experiment: Any
+    predicted: float
+    measured: float
+
+    @property
+    def error(self) -> float:
+        return abs(self.predicted - self.measured) / self.measured
+
+    def __str__(self) -> str:
+        off = 100 * (self.predicted - self.measured) / self.measured
+        return f"{self.experiment}: predicted {self.predicted:.4g}, measured {self.measured:.4g} ({off:+.1f} %)"
+
+
+@dataclass(frozen=True)
+class Report:
+    """The accuracy of predictions against measurements, with the experiments behind it."""
+
+    accuracy: Accuracy
+    misfits: tuple[Misfit, ...]
+
+    def worst(self, k: int = 10) -> list[Misfit]:
+        """The k experiments with the largest relative error, worst first."""
+        if k < 0:
+            raise ValidationError(f"k must be ≥ 0, got {k}")
+        return sorted(self.misfits, key=lambda x: -x.error)[:k]
+
+    def __str__(self) -> str:
+        return "\n".join([str(self.accuracy), "worst:"] + [f"  {x}" for x in self.worst(5)])
+
+
+def report(experiments: Sequence[Any], predicted: Sequence[float], measured: Sequence[float]) -> Report:
+    """An evaluation report: `accuracy` of the predictions, and per experiment its misfit."""
+    p, m = _arrays(predicted, measured)
+    if len(experiments) != len(p):
+        raise ValidationError(f"{len(experiments)} experiments for {len(p)} predictions")
+    return Report(accuracy(p, m), tuple(Misfit(e, float(a), float(b)) for e, a, b in zip(experiments, p, m)))

@@ -6,11 +6,17 @@ port set (Def. 3.9). By Remark 3.13 a µop is identified with its port set, so a
 mapping is stored as ``instruction -> {port set: count}``; a two-level mapping is the special
 case of one µop with count 1 per instruction. Reading and writing files lives in
 :mod:`pmsolve.formats`.
+
+The exact bottleneck formula of Thm 5.2 on a µop multiset (:func:`bottleneck_of`) lives here,
+below everything else, so that a mapping can answer :meth:`PortMapping.indistinguishable`
+itself; :mod:`pmsolve.formula` and :mod:`pmsolve.throughput` build on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations_with_replacement
 from typing import Iterable, Iterator, Mapping
 
 from pmsolve.errors import UnknownNameError, ValidationError
@@ -202,6 +208,23 @@ class PortMapping:
                 mass[u.ports] = mass.get(u.ports, 0) + n * u.count
         return mass
 
+    def indistinguishable(self, other: "PortMapping", *, max_len: int = 3) -> "Experiment | None":
+        """Def. 3.16 on a bounded domain: None when every experiment of at most `max_len`
+        instructions has the same exact tp⁻¹ under both mappings, else the first experiment
+        (fewest instructions first) that tells them apart. Exhaustive: C(n + max_len, max_len)
+        experiments for n instructions; both mappings must cover the same instructions."""
+        if set(self.instructions) != set(other.instructions):
+            raise ValidationError(f"the mappings cover different instructions: "
+                                  f"{sorted(set(self.instructions) ^ set(other.instructions))[:5]}")
+        if max_len < 1:
+            raise ValidationError(f"max_len must be ≥ 1, got {max_len}")
+        for size in range(1, max_len + 1):
+            for combo in combinations_with_replacement(self.instructions, size):
+                e = Experiment(combo)
+                if bottleneck_of(self.uop_masses(e))[0] != bottleneck_of(other.uop_masses(e))[0]:
+                    return e
+        return None
+
     def as_two_level_on_uops(self) -> "PortMapping":
         """Remark 3.13: the two-level mapping whose instructions are this mapping's µops."""
         names = {u.ports: "[" + ",".join(sort_ports(u.ports)) + "]"
@@ -233,6 +256,24 @@ class PortMapping:
                  f"({' '.join(self.ports)}), {self.levels}-level"]
         lines += [f"  {i:<{width}}  {' + '.join(map(str, us))}" for i, us in self.uops.items()]
         return "\n".join(lines)
+
+
+def bottleneck_of(mass: Mapping[PortSet, int]) -> tuple[Fraction, PortSet]:
+    """Thm 5.2 on a µop multiset (port set -> mass): the maximum over port sets Q of (mass of
+    µops whose ports lie inside Q) / |Q|, and the largest Q attaining it.
+
+    Only unions of the µops' port sets need to be tried: any other Q can be shrunk to the union
+    of the µops inside it without losing mass. Maximisers are closed under union (the mass
+    function is supermodular), so the largest one is unique; all its ports are fully loaded.
+    """
+    candidates: set[PortSet] = set()
+    frontier = set(mass)
+    while frontier:
+        candidates |= frontier
+        frontier = {q | u for q in frontier for u in mass} - candidates
+    values = {q: Fraction(sum(m for ps, m in mass.items() if ps <= q), len(q)) for q in candidates}
+    best = max(values.values())
+    return best, frozenset().union(*(q for q, v in values.items() if v == best))
 
 
 @dataclass(frozen=True)

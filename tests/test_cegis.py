@@ -130,7 +130,7 @@ def test_r_max():
     res = infer(SimulatedOracle(truth, r_max=2), 4, r_max=2)
     assert res.status == "inferred"
     exps = random_exps(truth.instructions, 300)
-    assert all(inverse_throughput(truth, e, 2) == inverse_throughput(res.mapping, e, 2) for e in exps)
+    assert all(inverse_throughput(truth, e, r_max=2) == inverse_throughput(res.mapping, e, r_max=2) for e in exps)
 
 
 # --------------------------------------------------------------------------- explanations
@@ -238,7 +238,7 @@ def test_screen_matches_exact_formula():
     s = Screen(m.instructions, m.ports, 3, r_max=3.0)
     pred = s.predict(m)
     for row in range(len(s)):
-        assert pred[row] == pytest.approx(float(inverse_throughput(m, s.experiment(row), 3)))
+        assert pred[row] == pytest.approx(float(inverse_throughput(m, s.experiment(row), r_max=3)))
 
 
 def test_session_partial_check_reads_only_given_variables():

@@ -52,7 +52,7 @@ def test_every_uop_has_witnesses_that_reproduce():
             assert ws, (insn, ports)
             for w in ws:  # measured (exact oracle) equals modelled by the final mapping
                 assert w.modelled == pytest.approx(w.measured)
-                assert w.modelled == pytest.approx(float(inverse_throughput(res.mapping, w.experiment, 4)))
+                assert w.modelled == pytest.approx(float(inverse_throughput(res.mapping, w.experiment, r_max=4)))
         if x.source == "characterised":
             blocking = [w for ws in x.witnesses.values() for w in ws if w.kind == "blocking"]
             assert {tuple(w.ports) for w in blocking} == {p for p, _ in x.uops}

@@ -10,7 +10,7 @@ from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
 from pmsolve.formats import (MAPPING_FORMATS, load_experiments, load_mapping, load_measurements, mapping_from_json,
                              mapping_to_json, parse_port_string, port_string, save_experiments, save_mapping)
 from pmsolve.model import Experiment, Measurement, PortMapping
-from strategies import mappings
+from pmsolve.testing import mappings
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 

@@ -71,3 +71,18 @@ def test_rename_ports_requires_bijection():
 def test_measurement_needs_positive_cycles():
     with pytest.raises(ValidationError, match="positive"):
         Measurement(Experiment({"x": 1}), 0.0)
+
+
+def test_indistinguishable_finds_the_first_witness_or_none():
+    a = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p2"]})
+    renamed = a.rename_ports({"p0": "q1", "p1": "q0", "p2": "q2"})
+    assert a.indistinguishable(renamed, max_len=3) is None  # Def. 3.16: port renaming
+    # same singletons, and {x, y} is 1 either way; y sharing x's port shows only in {2x, y}
+    b = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p1"]})
+    assert a.indistinguishable(b, max_len=2) is None
+    assert a.indistinguishable(b, max_len=3) == Experiment({"x": 2, "y": 1})  # 1 vs 3/2
+    three = PortMapping(["p0", "p1"], {"x": [(["p0"], 1), (["p1"], 1)], "y": [(["p1"], 1)]})
+    two = PortMapping.two_level(["p0", "p1"], {"x": ["p0", "p1"], "y": ["p1"]})
+    assert three.indistinguishable(two, max_len=2) == Experiment({"x": 1})  # 1 vs 1/2
+    with pytest.raises(ValidationError, match="different instructions"):
+        a.indistinguishable(PortMapping.two_level(["p0"], {"x": ["p0"]}))

@@ -14,7 +14,7 @@ from pmsolve.formats import save_experiments, save_mapping
 from pmsolve.harness import Oracle, RecordedOracle, SimulatedOracle, open_oracle
 from pmsolve.model import Experiment, Measurement, PortMapping
 from pmsolve.throughput import inverse_throughput
-from strategies import mapping_and_experiment
+from pmsolve.testing import mapping_and_experiment
 
 TRUTH = PortMapping(["0", "1", "2"], {"add": [(["0", "1"], 1)], "mul": [(["2"], 1)],
                                       "load": [(["0", "1", "2"], 2)]})

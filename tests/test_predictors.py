@@ -165,7 +165,7 @@ def test_mapping_predictor_equals_throughput(case):
     bs = [Block.of([(CAT_NAMES[i], f"insn {i}") for i in b]) for b in blocks]
     got = pred.predict(bs)
     for b, g in zip(blocks, got):
-        want = inverse_throughput(mapping, Experiment([EXP_NAMES[i] for i in b]), r_max)
+        want = inverse_throughput(mapping, Experiment([EXP_NAMES[i] for i in b]), r_max=r_max)
         assert g.ok and g.cycles == float(want)
 
 

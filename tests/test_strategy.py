@@ -6,7 +6,7 @@ from fractions import Fraction
 import pytest
 
 from pmsolve.cli import main
-from pmsolve.encodings.strategy import build_sufficiency
+from pmsolve.encodings.sufficiency import build_sufficiency
 from pmsolve.errors import PmsolveError, SolverError
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.strategy import K_RULES, check_strategy, from_experiments, parse_strategy
@@ -45,7 +45,7 @@ def test_encodings_and_symmetry_breaking_agree(encoding, symmetry):
         res = solve(enc.problem, "z3")
         assert res.status == expected
         if res.feasible:
-            _validate(st, cls, *enc.decode(res.model))
+            _validate(st, cls, *enc.decode(res))
 
 
 def test_relate_encoding_refuses_blocking_instructions():

@@ -24,10 +24,10 @@ def test_linear_terms_are_normalised():
 
 
 def test_printing_is_infix_and_readable():
-    f = Implies(b & (x <= 3), Or(n.ne(2), Not(c)))
+    f = Implies(b & (x <= 3), Or(n != 2, Not(c)))
     assert str(f) == "(b ∧ (x ≤ 3)) → ((n ≠ 2) ∨ ¬c)"
     assert str(ite(b, x, 0) + 1 >= y) == "ite(b, x, 0) + 1 ≥ y"
-    assert str(Iff(b, x.eq(F(1, 3)))) == "b ↔ (x = 1/3)"
+    assert str(Iff(b, x == F(1, 3))) == "b ↔ (x = 1/3)"
     p = Problem(name="demo").add(x + y <= 1, name="cap")
     p.minimize(x)
     assert str(p).splitlines() == [
@@ -47,7 +47,7 @@ def test_evaluate_matches_python_semantics(vx, vy, vn, vb, vc):
     t = 3 * x - F(1, 2) * y + ite(b, n, 2 * x) - 7
     expect = 3 * vx - vy / 2 + (vn if vb else 2 * vx) - 7
     assert evaluate(t, env) == expect
-    f = Implies(b, (x < y) | c) & Iff(c, n.ne(0))
+    f = Implies(b, (x < y) | c) & Iff(c, n != 0)
     assert evaluate(f, env) == (((not vb) or vx < vy or vc) and (vc == (vn != 0)))
 
 
@@ -80,3 +80,98 @@ def test_and_or_simplify_constants_and_flatten():
     assert str(And()) == "true" and str(Or()) == "false"
     assert Not(Not(b)) == b
     assert str(Sum([])) == "0"
+
+
+# ----------------------------------------------------------------- no silent traps
+
+
+def test_equality_builds_the_equation():
+    p = Problem().add(n == 3).add(x != y)
+    assert [str(c) for c in p.constraints] == ["n = 3", "x ≠ y"]
+    assert evaluate(p.constraints[0].formula, {"n": 3}) is True
+    assert str(Problem().add(b == c).constraints[0]) == "b ↔ c"
+
+
+def test_comparisons_have_no_truth_value_so_chains_raise():
+    with pytest.raises(ValidationError, match="chained comparisons"):
+        2 <= x <= 4  # noqa: B015  (Python runs `(2 <= x) and (x <= 4)`)
+    with pytest.raises(ValidationError, match="no Python truth value"):
+        if x <= 3:
+            pass
+    with pytest.raises(ValidationError, match="no Python truth value"):
+        bool(b & c)
+
+
+def test_equations_are_structural_as_dict_keys():
+    """bool(a == b) is structural identity, so nodes still work in dicts and `in` tests."""
+    again = Real("x", 0, 10)
+    assert again is not x and {x: 1}[again] == 1
+    assert bool(x == again) and not bool(x == y) and bool(x != y)
+    assert x + 1 in [y, 1 + x]
+    assert bool(b == Bool("b")) and not bool(b == c) and bool(b != c)
+
+
+def test_floats_in_equations_are_refused():
+    with pytest.raises(ValidationError, match="float"):
+        x == 0.5  # noqa: B015
+
+
+def test_problem_var_finds_variables_and_refuses_unknown_names():
+    from pmsolve.errors import UnknownNameError
+
+    p = Problem(name="demo").add(x + n <= 2)
+    assert p.var("x") is x
+    with pytest.raises(UnknownNameError, match="no variable named 'x2'.*did you mean x"):
+        p.var("x2")
+
+
+def test_sum_equals_chained_addition():
+    vs = [Int(f"v{i}", 0, 1) for i in range(50)] + [x, 3, F(1, 2), 2 * x]
+    chained = vs[0]
+    for v in vs[1:]:
+        chained = chained + v
+    assert bool(Sum(vs) == chained)
+    assert str(Sum([x, -1 * x, 2])) == "2"
+
+
+def test_every_visitor_covers_every_node_kind():
+    """A new node kind must be handled (or desugared) by every visitor: one place to add it."""
+    import pmsolve.backends.linearize  # noqa: F401  (register the visitor classes)
+    import pmsolve.backends.sat_backend  # noqa: F401
+    import pmsolve.backends.smt_compile  # noqa: F401
+    import pmsolve.backends.smtlib  # noqa: F401
+    from pmsolve.symbolic.nodes import NODE_KINDS, Node
+    from pmsolve.symbolic.visit import MemoVisitor, Visitor
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    visitors = [v for v in subclasses(Visitor) if v is not MemoVisitor]
+    assert len(visitors) >= 7
+    for v in visitors:
+        for kind in (v.covers or NODE_KINDS):
+            sugar = NODE_KINDS[kind].desugar is not Node.desugar
+            assert kind in v._table or sugar, f"{v.__name__} cannot take {kind} nodes"
+
+
+def test_desugared_kinds_are_visited_through_their_lowering():
+    from pmsolve.symbolic.visit import Visitor, handles
+
+    class Leaves(Visitor):  # knows no implication: it must see ¬b ∨ c
+        @handles("or")
+        def _or(self, f):
+            return [self.visit(a) for a in f.args]
+
+        @handles("not")
+        def _not(self, f):
+            return "¬" + self.visit(f.arg)
+
+        @handles("bool_var")
+        def _var(self, f):
+            return f.name
+
+    assert Leaves().visit(Implies(b, c)) == ["¬b", "c"]
+    with pytest.raises(ValidationError, match="Leaves has no rule for IR nodes of kind 'and'"):
+        Leaves().visit(b & c)

@@ -1,4 +1,5 @@
-"""The theorems that tie the throughput routes together (dissertation ch. 3, sec. 5.1.4)."""
+"""The theorems that tie the throughput routes together (dissertation ch. 3, sec. 5.1.4): the
+bottleneck formula (exact and batch), the LP of Thm 3.7 / 3.12, and the schedule definition."""
 
 from fractions import Fraction
 from math import ceil
@@ -8,11 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pmsolve.backends import solve
+from pmsolve.formula import _evaluate_port_subsets
+from pmsolve.encodings import throughput_lp
 from pmsolve.errors import UnknownNameError, ValidationError
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import (batch_inverse_throughput, bottleneck, evaluate_masks, evaluate_many,
-                                inverse_throughput, lp_inverse_throughput, optimal_schedule_length, solve_lp)
-from strategies import experiments, mapping_and_experiment, mappings
+                                inverse_throughput, optimal_schedule_length)
+from pmsolve.testing import experiments, mapping_and_experiment, mappings
 
 FIG_3_1 = PortMapping.two_level(["p1", "p2", "p3"], {"mul": ["p1"], "add": ["p1", "p2"], "sub": ["p1", "p2"],
                                                       "store": ["p3"]})
@@ -35,8 +39,9 @@ def brute_force(mapping: PortMapping, experiment: Experiment) -> Fraction:
 def test_example_3_4_and_3_8():
     assert inverse_throughput(FIG_3_1, EX_3_4) == Fraction(3, 2)
     assert bottleneck(FIG_3_1, EX_3_4).ports == {"p1", "p2"}
-    assert lp_inverse_throughput(FIG_3_1, EX_3_4, solver="highs") == pytest.approx(1.5, abs=1e-9)
-    assert lp_inverse_throughput(FIG_3_1, EX_3_4, solver="scipy") == pytest.approx(1.5, abs=1e-9)
+    for method, backend in (("lp", "highs"), ("lp", "scipy"), ("lp", "z3"), ("schedule", None)):
+        assert inverse_throughput(FIG_3_1, EX_3_4, method=method, backend=backend) == Fraction(3, 2)
+    assert inverse_throughput(FIG_3_1, EX_3_4, method="batch") == 1.5
     # Example 3.4: one iteration needs 2 cycles, two interleaved iterations only 3.
     assert optimal_schedule_length(FIG_3_1, EX_3_4, 1) == 2
     assert optimal_schedule_length(FIG_3_1, EX_3_4, 2) == 3
@@ -59,9 +64,11 @@ def test_r_max_caps_rate():
     b = bottleneck(m, e, r_max=4)
     assert b.inverse_throughput == 1 and b.frontend_bound and not b.ports
     assert evaluate_many(m, [e], r_max=4)[0] == 1.0
-    assert lp_inverse_throughput(m, e, r_max=4) == pytest.approx(1.0)
-    with pytest.raises(ValidationError):
-        inverse_throughput(m, e, r_max=0)
+    for method in ("lp", "schedule"):
+        assert inverse_throughput(m, e, r_max=4, method=method) == 1
+    for method in ("exact", "batch", "lp", "schedule"):
+        with pytest.raises(ValidationError, match="r_max must be positive"):
+            inverse_throughput(m, e, r_max=0, method=method)
 
 
 def test_unknown_instruction_is_reported():
@@ -82,9 +89,12 @@ def test_union_closure_equals_all_subsets(me):
 @settings(max_examples=120, deadline=None)
 @given(mapping_and_experiment(max_ports=12), st.sampled_from(["highs", "scipy"]))
 def test_thm_5_2_formula_equals_lp(me, solver):
+    """The LP reads the µops from `mapping.uops` itself (one flow per µop of each instruction),
+    the formula from the merged µop masses: a bug in either reading turns this red."""
     m, e = me
     exact = inverse_throughput(m, e)
-    assert lp_inverse_throughput(m, e, solver=solver) == pytest.approx(float(exact), rel=1e-9, abs=1e-9)
+    res = solve(throughput_lp(m, e).problem, solver)
+    assert res.status == "sat" and float(res.objective) == pytest.approx(float(exact), rel=1e-9, abs=1e-9)
 
 
 @settings(max_examples=120, deadline=None)
@@ -95,9 +105,10 @@ def test_thm_3_14_bottleneck_ports_fully_loaded(me):
     assert b.ports, "a bottleneck port set exists"
     mass = m.uop_masses(e)
     assert Fraction(sum(x for ps, x in mass.items() if ps <= b.ports), len(b.ports)) == b.inverse_throughput
-    loads = solve_lp(m, e).port_loads
+    lp = throughput_lp(m, e)
+    res = solve(lp.problem, "highs")
     for p in b.ports:
-        assert loads[p] == pytest.approx(float(b.inverse_throughput), rel=1e-9, abs=1e-9)
+        assert float(res[lp.var("load", p)]) == pytest.approx(float(b.inverse_throughput), rel=1e-9, abs=1e-9)
 
 
 @settings(max_examples=60, deadline=None)
@@ -112,6 +123,25 @@ def test_thm_3_6_schedule_definition(me, n):
     assert t == ceil(n * tp)
     d = tp.denominator
     assert Fraction(optimal_schedule_length(m, e, d), d) == tp
+    assert inverse_throughput(m, e, method="schedule") == tp
+
+
+@settings(max_examples=40, deadline=None)
+@given(mapping_and_experiment(max_ports=6, max_insns=4), st.sampled_from([None, 2, Fraction(7, 2)]))
+def test_front_door_methods_agree(me, r_max):
+    m, e = me
+    exact = inverse_throughput(m, e, r_max=r_max)
+    assert inverse_throughput(m, e, r_max=r_max, method="schedule") == exact
+    assert inverse_throughput(m, e, r_max=r_max, method="lp", backend="highs") == exact
+    assert inverse_throughput(m, [e, e], r_max=r_max, method="batch").tolist() == [float(exact)] * 2
+    assert inverse_throughput(m, [e], r_max=r_max) == [exact]
+
+
+def test_front_door_refuses_unknown_methods_and_stray_backends():
+    with pytest.raises(ValidationError, match="unknown throughput method 'simplex'"):
+        inverse_throughput(FIG_3_1, EX_3_4, method="simplex")
+    with pytest.raises(ValidationError, match="backend= applies to method='lp'"):
+        inverse_throughput(FIG_3_1, EX_3_4, backend="highs")
 
 
 @settings(max_examples=100, deadline=None)
@@ -154,7 +184,7 @@ def test_batch_equals_exact_bit_for_bit(data):
         pairs += [(m, data.draw(experiments(m))) for _ in range(data.draw(st.integers(1, 5)))]
     r_max = data.draw(st.sampled_from([None, 2, 3.5, 5]))
     got = batch_inverse_throughput(pairs, r_max)
-    want = np.array([float(inverse_throughput(m, e, r_max)) for m, e in pairs])
+    want = np.array([float(inverse_throughput(m, e, r_max=r_max)) for m, e in pairs])
     assert np.array_equal(got, want)
 
 
@@ -178,8 +208,6 @@ def test_evaluate_masks_padding_and_empty():
                          min_size=1, max_size=8))))
 def test_union_enumeration_equals_port_subset_transform(data):
     """Both kernels of evaluate_masks (unions of µops; zeta transform over all port sets)."""
-    from pmsolve.throughput import _evaluate_port_subsets
-
     n_ports, rows = data
     k = max(len(r) for r in rows)
     masks = np.array([[m for m, _ in r] + [0] * (k - len(r)) for r in rows], dtype=np.uint64)
@@ -191,3 +219,23 @@ def test_union_enumeration_equals_port_subset_transform(data):
     assert list(by_ports) == [float(x) for x in exact]
     if by_unions is not None:
         assert list(by_unions) == [float(x) for x in exact]
+
+
+def test_batch_refuses_counts_it_cannot_code_exactly():
+    m = PortMapping.two_level(["p0"], {"a": ["p0"]})
+    assert evaluate_many(m, [Experiment({"a": (1 << 24) - 1})])[0] == (1 << 24) - 1
+    with pytest.raises(ValidationError, match="batch evaluator takes counts below"):
+        evaluate_many(m, [Experiment({"a": 1 << 24})])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_batch_pairs_in_any_order_and_many_mappings(data):
+    """Pairs of interleaved mappings (grouped internally and put back in order) and the
+    small-group padding of the kernel give the exact values."""
+    ms = [data.draw(mappings(max_ports=6)) for _ in range(data.draw(st.integers(2, 4)))]
+    pairs = [(m, data.draw(experiments(m))) for m in ms for _ in range(data.draw(st.integers(1, 8)))]
+    order = data.draw(st.permutations(range(len(pairs))))
+    pairs = [pairs[i] for i in order]
+    want = [float(inverse_throughput(m, e)) for m, e in pairs]
+    assert batch_inverse_throughput(pairs).tolist() == want

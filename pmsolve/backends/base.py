@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from pmsolve.errors import SolverError
+from pmsolve.errors import SolverError, ValidationError
 from pmsolve.backends import result as R
 from pmsolve.backends.result import Result
 from pmsolve.symbolic import nodes as n
-from pmsolve.symbolic.evaluate import eval_formula, eval_term, violations
-from pmsolve.symbolic.problem import Constraint, Objective, Problem
+from pmsolve.symbolic.evaluate import Evaluator, eval_term, model_violations, violations
+from pmsolve.symbolic.problem import Constraint, Objective, Problem, declaration_str
+from pmsolve.symbolic.walk import conjuncts, iter_vars
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Engine:
     def pop(self) -> None:
         raise NotImplementedError
 
-    def check(self, problem: Problem, want_core: bool) -> RawResult:
+    def check(self, problem: Problem, core: bool) -> RawResult:
         """`problem` holds the whole current stack (declared vars, constraints, objective)."""
         raise NotImplementedError
 
@@ -68,8 +69,8 @@ class ReplayEngine(Engine):
     def pop(self) -> None:
         pass
 
-    def check(self, problem: Problem, want_core: bool) -> RawResult:
-        return self._solve_once(problem, want_core)
+    def check(self, problem: Problem, core: bool) -> RawResult:
+        return self._solve_once(problem, core)
 
 
 class Backend:
@@ -112,7 +113,12 @@ class Backend:
 
 
 class Session:
-    """Incremental solving with validated results; works on every backend (see module doc)."""
+    """Incremental solving with validated results; works on every backend (see module doc).
+
+    The session keeps the IR side of the stack -- constraints and the variables they introduced,
+    per push level -- so every check can validate the solver's model exactly without re-walking
+    the whole stack.
+    """
 
     def __init__(self, backend: Backend, timeout: float | None = None,
                  options: dict[str, Any] | None = None, tolerance: Fraction = Fraction(1, 10**6)):
@@ -121,6 +127,8 @@ class Session:
         self.tolerance = tolerance
         self._frames: list[list[Constraint]] = [[]]
         self._names: list[set[str]] = [set()]
+        self._new_vars: list[list[str]] = [[]]  # variable names each level introduced
+        self._vars: dict[str, Any] = {}
         self._declared: list[Any] = []
         self.objective: Objective | None = None
         self.strict_margin: Fraction | None = None
@@ -137,25 +145,40 @@ class Session:
             if any(name in names for names in self._names):
                 raise SolverError(f"a constraint named {name!r} is already asserted")
             self._names[-1].add(name)
+        self._track(iter_vars(c.formula))
         self._frames[-1].append(c)
         self._engine.add(c)
 
+    def _track(self, variables: Any) -> None:
+        known = self._vars
+        for v in variables:
+            old = known.get(v.name)
+            if old is None:
+                known[v.name] = v
+                self._new_vars[-1].append(v.name)
+            elif old is not v and (old.kind != v.kind or old.key != v.key):
+                raise ValidationError(f"two different variables are named {v.name!r}: "
+                                      f"{declaration_str(old)} and {declaration_str(v)}")
+
     def add_problem(self, problem: Problem) -> None:
         """Assert all of a problem's constraints and adopt its objective, declarations and margin."""
-        self._declared.extend(problem.declared)
+        self.declare(*problem.declared)
         for c in problem.constraints:
             self.add(c.formula, c.name)
         if problem.objective is not None:
             self.objective = problem.objective
+            self._track(iter_vars(problem.objective.term))
         if problem.strict_margin is not None:
             self.strict_margin = problem.strict_margin
 
     def declare(self, *variables: Any) -> None:
         self._declared.extend(variables)
+        self._track(variables)
 
     def push(self) -> None:
         self._frames.append([])
         self._names.append(set())
+        self._new_vars.append([])
         self._engine.push()
 
     def pop(self, count: int = 1) -> None:
@@ -164,6 +187,8 @@ class Session:
         for _ in range(count):
             self._frames.pop()
             self._names.pop()
+            for name in self._new_vars.pop():
+                del self._vars[name]
             self._engine.pop()
 
     @property
@@ -177,24 +202,29 @@ class Session:
         return p
 
     # --- solving
-    def check(self, want_core: bool = False, *, values: Any = None) -> Result:
+    def check(self, core: bool = False, *, values: Any = None) -> Result:
         """Solve the current stack; the model is validated against every constraint.
 
-        `values` (a list of variables) asks for a partial model: only those variables are read
-        back and the IR validation of the whole model is skipped, which saves most of the time
-        of a check on large incremental stacks. The caller must validate what it uses itself
-        (CEGIS re-checks every decoded mapping with the exact bottleneck formula). Only exact
-        SMT engines have this fast path; the others solve and validate as usual.
+        `core=True` names the named constraints of an unsat stack. `values` (variables) says
+        which values the caller reads: exact incremental engines then read the model straight
+        from the solver (every variable of the stack, validated exactly like any other model)
+        and return those values, without rebuilding and re-walking the stack as a Problem.
         """
         fast = getattr(self._engine, "check_values", None)
-        if values is not None and fast is not None:
-            raw = fast(list(values), want_core)
-            if raw.status != R.SAT:
-                return Result(raw.status, self.backend.name, core=tuple(raw.core), reason=raw.reason)
-            return Result(R.SAT, self.backend.name, model=dict(raw.model))
-        problem = self.problem()
-        raw = self._engine.check(problem, want_core)
-        return finish(self.backend.name, problem, raw, self.tolerance)
+        if values is None or fast is None or self.objective is not None:
+            problem = self.problem()
+            raw = self._engine.check(problem, core)
+            return finish(self.backend.name, problem, raw, self.tolerance)
+        variables = sorted(self._vars.values(), key=lambda v: v.name)
+        raw = fast(variables, core)
+        if raw.status != R.SAT:
+            return Result(raw.status, self.backend.name, core=tuple(raw.core), reason=raw.reason)
+        bad = model_violations(variables, (c for fr in self._frames for c in fr), raw.model)
+        if bad:
+            raise SolverError(f"backend {self.backend.name} returned a model that violates the "
+                              f"problem: {'; '.join(bad[:3])}")
+        wanted = {v.name for v in values}
+        return Result(R.SAT, self.backend.name, model={k: x for k, x in raw.model.items() if k in wanted})
 
     def close(self) -> None:
         self._engine.close()
@@ -208,13 +238,8 @@ class Session:
 
 def finish(backend: str, problem: Problem, raw: RawResult, tolerance: Fraction) -> Result:
     """Turn an engine's raw answer into a Result, validating the model exactly (see Result.exact)."""
-    optimizing = problem.objective is not None
     status = raw.status
-    if optimizing and status == R.SAT:
-        status = R.OPTIMAL
-    if optimizing and status == R.UNSAT:
-        status = R.INFEASIBLE
-    if status not in (R.SAT, R.OPTIMAL):
+    if status != R.SAT:
         return Result(status, backend, core=tuple(raw.core), reason=raw.reason)
     model, exact = complete_model(problem, raw.model, raw.floating, tolerance)
     if model is None:
@@ -291,10 +316,13 @@ def within_tolerance(problem: Problem, model: dict[str, Any], tol: Fraction) -> 
 
 
 def _holds_tol(f: n.Formula, model: dict[str, Any], tol: Fraction) -> bool:
-    """Truth with comparisons relaxed by tol; only used for top-level conjunctions of atoms."""
-    if isinstance(f, n.AndF):
-        return all(_holds_tol(a, model, tol) for a in f.args)
-    if isinstance(f, n.Compare) and f.op in ("=", "<=", ">="):
-        d = eval_term(f.difference(), model)
-        return {"=": abs(d) <= tol, "<=": d <= tol, ">=": d >= -tol}[f.op]
-    return eval_formula(f, model)
+    """Truth with the top-level non-strict comparisons relaxed by tol (nested ones stay exact)."""
+    ev = Evaluator(model)
+    for atom in conjuncts(f):
+        if isinstance(atom, n.Compare) and atom.op in ("=", "<=", ">="):
+            d = ev.visit(atom.difference())
+            if not {"=": abs(d) <= tol, "<=": d <= tol, ">=": d >= -tol}[atom.op]:
+                return False
+        elif not ev.visit(atom):
+            return False
+    return True

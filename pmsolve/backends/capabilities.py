@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pmsolve.symbolic import nodes as n
 from pmsolve.symbolic.problem import Problem
+from pmsolve.symbolic.walk import conjuncts
 
 LP = "lp"  # linear programs over reals: conjunctions of non-strict comparisons
 MILP = "milp"  # mixed-integer linear programs; richer problems via big-M linearisation
@@ -41,23 +42,12 @@ def problem_kind(problem: Problem) -> str:
     if any(isinstance(v, n.BoolVar) for v in vs) or problem.has_ite():
         return SMT
     for c in problem.constraints:
-        for atom in _conjuncts(c.formula):
+        for atom in conjuncts(c.formula):
             if not isinstance(atom, n.Compare) or atom.op in ("<", ">", "!="):
                 return SMT
     if any(v.sort is n.Sort.INT for v in nums):
         return MILP
     return LP
-
-
-def _conjuncts(f: n.Formula) -> list[n.Formula]:
-    if isinstance(f, n.AndF):
-        out: list[n.Formula] = []
-        for a in f.args:
-            out.extend(_conjuncts(a))
-        return out
-    if isinstance(f, n.BoolConst) and f.value:
-        return []
-    return [f]
 
 
 def requirements(problem: Problem, *, core: bool = False, incremental: bool = False,

@@ -24,7 +24,9 @@ from typing import Any
 
 from pmsolve.errors import SolverError
 from pmsolve.symbolic import nodes as n
+from pmsolve.symbolic.nodes import FORMULA_KINDS
 from pmsolve.symbolic.problem import Problem
+from pmsolve.symbolic.visit import MemoVisitor, Visitor, handles
 
 POS, NEG, BOTH = 1, 2, 3
 Affine = tuple[dict[int, Fraction], Fraction]
@@ -73,12 +75,15 @@ def _fmt(aff: Affine, cols: list[Column]) -> str:
     return " + ".join(f"{c}*{cols[j].name}" for j, c in aff[0].items()) or "0"
 
 
-class Linearizer:
+class Linearizer(MemoVisitor):
+    """Visits terms to affine expressions over columns and formulas (with a polarity) to 0/1
+    literals, adding the rows that tie them; `assert_top` handles top-level conjuncts."""
+
     def __init__(self, problem: Problem) -> None:
+        super().__init__()
         self.m = Milp()
         self.margin = problem.strict_margin
-        self._lits: dict[tuple[int, int], tuple[object, Affine]] = {}
-        self._ites: dict[int, tuple[object, int]] = {}
+        self._top = _TopLevel(self)
         for v in problem.variables():
             if isinstance(v, n.BoolVar):
                 j = self._column(v.name, Fraction(0), Fraction(1), True)
@@ -173,16 +178,22 @@ class Linearizer:
         return self.margin
 
     def affine(self, t: n.Lin) -> Affine:
+        return self.visit(t)  # type: ignore[no-any-return]
+
+    @handles("lin")
+    def _lin(self, t: n.Lin) -> Affine:
         out: dict[int, Fraction] = {}
         for atom, c in t.terms:
-            j = self.m.var_columns[atom.name] if isinstance(atom, n.NumVar) else self._ite(atom)
-            out[j] = out.get(j, Fraction(0)) + c
+            for j, k in self.visit(atom)[0].items():
+                out[j] = out.get(j, Fraction(0)) + c * k
         return out, t.const
 
-    def _ite(self, atom: n.Ite) -> int:
-        hit = self._ites.get(id(atom))
-        if hit is not None and hit[0] is atom:
-            return hit[1]
+    @handles("num_var")
+    def _num_var(self, v: n.NumVar) -> Affine:
+        return self._col(self.m.var_columns[v.name])
+
+    @handles("ite")
+    def _ite(self, atom: n.Ite) -> Affine:
         a, b = self.affine(atom.then), self.affine(atom.other)
         (alo, ahi), (blo, bhi) = self.bounds(a), self.bounds(b)
         where = f"ite({atom.cond}, ...)"
@@ -200,38 +211,11 @@ class Linearizer:
             inactive = self._add((Fraction(1), self._const(1)), (Fraction(-1), active))
             self._row(self._add((Fraction(1), aff), (-hi_, inactive)), None, Fraction(0))
             self._row(self._add((Fraction(1), aff), (-lo_, inactive)), Fraction(0), None)
-        self._ites[id(atom)] = (atom, y)
-        return y
+        return self._col(y)
 
     # --- formulas
     def assert_top(self, f: n.Formula) -> None:
-        if isinstance(f, n.AndF):
-            for a in f.args:
-                self.assert_top(a)
-        elif isinstance(f, n.BoolConst):
-            if not f.value:
-                self._row(self._const(0), Fraction(1), None)
-        elif isinstance(f, n.BoolVar):
-            self._row(self._col(self.m.var_columns[f.name]), Fraction(1), None)
-        elif isinstance(f, n.NotF) and isinstance(f.arg, n.BoolVar):
-            self._row(self._col(self.m.var_columns[f.arg.name]), None, Fraction(0))
-        elif isinstance(f, n.Compare) and f.op != "!=":
-            d = self._normalise(self.affine(f.difference()))
-            if f.op == "=":
-                self._row(d, Fraction(0), Fraction(0))
-            elif f.op == "<=":
-                self._row(d, None, Fraction(0))
-            elif f.op == ">=":
-                self._row(d, Fraction(0), None)
-            elif f.op == "<":
-                self._row(d, None, -self._strict_step(d, f))
-            else:
-                self._row(d, self._strict_step(d, f), None)
-        elif isinstance(f, n.ImpliesF) and isinstance(f.lhs, n.BoolVar) \
-                and isinstance(f.rhs, n.Compare) and f.rhs.op in ("=", "<=", ">="):
-            self._indicator(self._col(self.m.var_columns[f.lhs.name]), f.rhs)
-        else:
-            self._row(self.literal(f, POS), Fraction(1), None)
+        self._top.visit(f)
 
     def _indicator(self, lit: Affine, cmp: n.Compare) -> None:
         """lit = 1 ⇒ cmp, for non-strict cmp (the common `b → x = 0` shape), without a new binary."""
@@ -248,49 +232,43 @@ class Linearizer:
                 self._row(self._add((Fraction(1), d), (-lo, off)), Fraction(0), None)
 
     def literal(self, f: n.Formula, pol: int) -> Affine:
-        key = (id(f), pol)
-        hit = self._lits.get(key)
-        if hit is not None and hit[0] is f:
-            return hit[1]
-        out = self._literal(f, pol)
-        self._lits[key] = (f, out)
-        return out
+        """A 0/1 affine expression tied to `f` in the direction(s) `pol` needs (module doc)."""
+        return self.visit(f, pol)  # type: ignore[no-any-return]
 
-    def _literal(self, f: n.Formula, pol: int) -> Affine:
+    @handles("bool_var")
+    def _bool_var(self, f: n.BoolVar, pol: int) -> Affine:
+        return self._col(self.m.var_columns[f.name])
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst, pol: int) -> Affine:
+        return self._const(1 if f.value else 0)
+
+    @handles("not")
+    def _not(self, f: n.NotF, pol: int) -> Affine:
+        flip = {POS: NEG, NEG: POS, BOTH: BOTH}[pol]
+        return self._add((Fraction(1), self._const(1)), (Fraction(-1), self.literal(f.arg, flip)))
+
+    @handles("and", "or")
+    def _junction(self, f: n.AndF | n.OrF, pol: int) -> Affine:
         one = Fraction(1)
-        if isinstance(f, n.BoolVar):
-            return self._col(self.m.var_columns[f.name])
-        if isinstance(f, n.BoolConst):
-            return self._const(1 if f.value else 0)
-        if isinstance(f, n.NotF):
-            flip = {POS: NEG, NEG: POS, BOTH: BOTH}[pol]
-            return self._add((one, self._const(1)), (-one, self.literal(f.arg, flip)))
-        if isinstance(f, n.ImpliesF):
-            return self.literal(n.OrF((n.Not(f.lhs), f.rhs)), pol)
-        if isinstance(f, n.IffF):
-            both = n.AndF((n.ImpliesF(f.lhs, f.rhs), n.ImpliesF(f.rhs, f.lhs)))
-            return self.literal(both, pol)
-        if isinstance(f, (n.AndF, n.OrF)):
-            lits = [self.literal(a, pol) for a in f.args]
-            d = self._col(self._binary(type(f).__name__))
-            k = Fraction(len(lits))
-            if isinstance(f, n.AndF):
-                if pol & POS:
-                    for li in lits:  # d ≤ l_i
-                        self._row(self._add((one, d), (-one, li)), None, Fraction(0))
-                if pol & NEG:  # d ≥ Σ l_i - (k - 1)
-                    self._row(self._add((one, d), *((-one, li) for li in lits)), 1 - k, None)
-            else:
-                if pol & POS:  # d ≤ Σ l_i
-                    self._row(self._add((one, d), *((-one, li) for li in lits)), None, Fraction(0))
-                if pol & NEG:
-                    for li in lits:  # d ≥ l_i
-                        self._row(self._add((one, d), (-one, li)), Fraction(0), None)
-            return d
-        if isinstance(f, n.Compare):
-            return self._compare(f, pol)
-        raise SolverError(f"cannot linearise {type(f).__name__}")
+        lits = [self.literal(a, pol) for a in f.args]
+        d = self._col(self._binary(type(f).__name__))
+        k = Fraction(len(lits))
+        if isinstance(f, n.AndF):
+            if pol & POS:
+                for li in lits:  # d ≤ l_i
+                    self._row(self._add((one, d), (-one, li)), None, Fraction(0))
+            if pol & NEG:  # d ≥ Σ l_i - (k - 1)
+                self._row(self._add((one, d), *((-one, li) for li in lits)), 1 - k, None)
+        else:
+            if pol & POS:  # d ≤ Σ l_i
+                self._row(self._add((one, d), *((-one, li) for li in lits)), None, Fraction(0))
+            if pol & NEG:
+                for li in lits:  # d ≥ l_i
+                    self._row(self._add((one, d), (-one, li)), Fraction(0), None)
+        return d
 
+    @handles("compare")
     def _compare(self, f: n.Compare, pol: int) -> Affine:
         one = Fraction(1)
         if f.op == "=":
@@ -317,6 +295,65 @@ class Linearizer:
             if lo < s:  # d ≥ s - (s - lo) δ
                 self._row(self._add((one, d), (s - lo, delta)), s, None)
         return delta
+
+
+class _TopLevel(Visitor):
+    """Asserts one top-level conjunct: plain rows for comparisons and literals, an indicator row
+    for `b → comparison`, and `literal ≥ 1` (the generic route) for everything else."""
+
+    covers = FORMULA_KINDS
+
+    def __init__(self, lin: Linearizer) -> None:
+        self.lin = lin
+
+    @handles("and")
+    def _and(self, f: n.AndF) -> None:
+        for a in f.args:
+            self.visit(a)
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst) -> None:
+        if not f.value:
+            self.lin._row(self.lin._const(0), Fraction(1), None)
+
+    @handles("bool_var")
+    def _bool_var(self, f: n.BoolVar) -> None:
+        self.lin._row(self.lin._col(self.lin.m.var_columns[f.name]), Fraction(1), None)
+
+    @handles("not")
+    def _not(self, f: n.NotF) -> None:
+        if isinstance(f.arg, n.BoolVar):
+            self.lin._row(self.lin._col(self.lin.m.var_columns[f.arg.name]), None, Fraction(0))
+        else:
+            self._generic(f)
+
+    @handles("compare")
+    def _compare(self, f: n.Compare) -> None:
+        if f.op == "!=":
+            return self._generic(f)
+        lin = self.lin
+        d = lin._normalise(lin.affine(f.difference()))
+        if f.op == "=":
+            lin._row(d, Fraction(0), Fraction(0))
+        elif f.op == "<=":
+            lin._row(d, None, Fraction(0))
+        elif f.op == ">=":
+            lin._row(d, Fraction(0), None)
+        elif f.op == "<":
+            lin._row(d, None, -lin._strict_step(d, f))
+        else:
+            lin._row(d, lin._strict_step(d, f), None)
+
+    @handles("implies")
+    def _implies(self, f: n.ImpliesF) -> None:
+        if isinstance(f.lhs, n.BoolVar) and isinstance(f.rhs, n.Compare) and f.rhs.op in ("=", "<=", ">="):
+            self.lin._indicator(self.lin._col(self.lin.m.var_columns[f.lhs.name]), f.rhs)
+        else:
+            self._generic(f)
+
+    @handles("or", "iff")
+    def _generic(self, f: n.Formula) -> None:
+        self.lin._row(self.lin.literal(f, POS), Fraction(1), None)
 
 
 def linearize(problem: Problem) -> Milp:

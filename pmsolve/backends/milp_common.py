@@ -65,7 +65,7 @@ class MilpBackend(Backend):
     capabilities = frozenset({C.LP, C.MILP, C.SAT, C.OPTIMIZE, C.TIMEOUT})
 
     def engine(self, timeout: float | None, options: dict[str, Any]) -> ReplayEngine:
-        def once(problem: Problem, want_core: bool) -> RawResult:
+        def once(problem: Problem, core: bool) -> RawResult:
             m = linearize(problem)
             arrays = to_arrays(m)
             if arrays.constant_infeasible:

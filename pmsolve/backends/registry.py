@@ -8,9 +8,8 @@ SolverError line saying what is missing and which installed backends would do.
 
 from __future__ import annotations
 
-import argparse
 import os
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from pmsolve.backends import capabilities as C
 from pmsolve.backends.base import Backend
@@ -150,8 +149,9 @@ def format_table(rows: list[dict[str, object]] | None = None) -> str:
     return "\n".join(lines)
 
 
-def add_backend_argument(parser: argparse.ArgumentParser) -> argparse.Action:
-    """Add `--backend NAME` (default: $PMSOLVE_BACKEND or auto) to an argparse parser."""
+def add_backend_argument(parser: Any) -> Any:
+    """Add `--backend NAME` (default: $PMSOLVE_BACKEND or auto) to a command-line parser (the
+    CLI's argparse parser; this module does not import argparse)."""
     return parser.add_argument(
         "--backend", metavar="NAME", default=requested_name(None),
         help=f"solver backend: auto or one of {', '.join(_FACTORIES)} "

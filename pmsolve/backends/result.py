@@ -1,4 +1,12 @@
-"""What a backend returns: status, a validated exact model, objective value, unsat core."""
+"""What a backend returns: status, a validated exact model, objective value, unsat core.
+
+The status words are one set for every problem (as z3's Solver and Optimize use them):
+
+* ``sat`` -- a model exists and is returned (for an objective: an optimal one);
+* ``unsat`` -- no model exists (an LP/MILP solver's "infeasible");
+* ``unknown`` -- the solver gave up (timeout, incompleteness); ``reason`` says why;
+* ``unbounded`` -- the constraints hold but the objective has no finite optimum.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +14,26 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
+from pmsolve.symbolic.evaluate import evaluate
+from pmsolve.symbolic.nodes import BoolVar, Node, NumVar
+
 Value = Union[bool, int, Fraction]
 
-SAT, UNSAT, UNKNOWN, OPTIMAL, INFEASIBLE, UNBOUNDED = (
-    "sat", "unsat", "unknown", "optimal", "infeasible", "unbounded",
-)
-STATUSES = (SAT, UNSAT, UNKNOWN, OPTIMAL, INFEASIBLE, UNBOUNDED)
+SAT, UNSAT, UNKNOWN, UNBOUNDED = "sat", "unsat", "unknown", "unbounded"
+STATUSES = (SAT, UNSAT, UNKNOWN, UNBOUNDED)
 
 
 @dataclass(frozen=True)
 class Result:
-    """Outcome of one check.
+    """Outcome of one check (status words: module doc).
 
-    Satisfiability problems end `sat`/`unsat`, optimisation problems `optimal`/`infeasible`/
-    `unbounded`; `unknown` (timeout, solver gave up) carries a `reason`. `model` maps variable
-    names to bool / int / Fraction and has been checked against every constraint with the IR
-    evaluator. `exact` is False only when a floating-point solver's real values could not be
-    rationalised to an exactly satisfying model and were accepted within `tolerance` instead.
-    `objective` is the exact value of the returned model; exact solvers (z3) prove it optimal,
-    floating ones (HiGHS, scipy) certify optimality only up to their own tolerances.
+    `model` maps variable names to bool / int / Fraction and has been checked against every
+    constraint with the IR evaluator; index the result with a variable, a term or a formula
+    (``r[x]``, ``r[enc.t]``, ``r[x + y <= 3]``) or a name. `exact` is False only when a
+    floating-point solver's real values could not be rationalised to an exactly satisfying
+    model and were accepted within `tolerance` instead. `objective` is the exact value of the
+    returned model; exact solvers (z3) prove it optimal, floating ones (HiGHS, scipy) certify
+    optimality only up to their own tolerances.
     """
 
     status: str
@@ -37,15 +46,21 @@ class Result:
 
     @property
     def feasible(self) -> bool:
-        """True when a (validated) model exists."""
-        return self.status in (SAT, OPTIMAL)
+        """True when a (validated) model exists: status sat."""
+        return self.status == SAT
 
     @property
     def infeasible(self) -> bool:
-        return self.status in (UNSAT, INFEASIBLE)
+        """True when no model exists: status unsat."""
+        return self.status == UNSAT
 
-    def __getitem__(self, name: str) -> Value:
-        return self.model[name]
+    def __getitem__(self, key: str | Node) -> Value:
+        """The value of a variable (or its name), term or formula in the model."""
+        if isinstance(key, str):
+            return self.model[key]
+        if isinstance(key, (NumVar, BoolVar)) and key.name in self.model:
+            return self.model[key.name]
+        return evaluate(key, self.model)
 
     def __str__(self) -> str:
         parts = [f"{self.status} ({self.backend})"]
@@ -56,3 +71,20 @@ class Result:
         if self.reason:
             parts.append(self.reason)
         return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        shown = list(self.model.items())[:MODEL_SHOWN]
+        body = ", ".join(f"{k} = {_fmt(v)}" for k, v in shown)
+        if len(self.model) > MODEL_SHOWN:
+            body += f", … ({len(self.model) - MODEL_SHOWN} more)"
+        model = f" {{{body}}}" if self.model else ""
+        return f"<Result {self}{model}>"
+
+
+MODEL_SHOWN = 20
+
+
+def _fmt(v: Value) -> str:
+    if isinstance(v, Fraction):
+        return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+    return str(v)

@@ -16,9 +16,62 @@ from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend, Engine, RawResult
 from pmsolve.errors import SolverError
 from pmsolve.symbolic import nodes as n
+from pmsolve.symbolic.evaluate import eval_formula
+from pmsolve.symbolic.nodes import FORMULA_KINDS
 from pmsolve.symbolic.problem import Constraint, Problem
+from pmsolve.symbolic.visit import MemoVisitor, handles
 
 SOLVER = "glucose4"
+
+
+class Tseitin(MemoVisitor):
+    """Each formula node -> one literal, with its definition clauses added to the solver."""
+
+    covers = FORMULA_KINDS
+
+    def __init__(self, engine: "SatEngine") -> None:
+        super().__init__()
+        self.e = engine
+
+    @handles("bool_var")
+    def _bool_var(self, f: n.BoolVar) -> int:
+        return self.e.pool.id(("var", f.name))
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst) -> int:
+        return self.e.true if f.value else -self.e.true
+
+    @handles("not")
+    def _not(self, f: n.NotF) -> int:
+        return -self.visit(f.arg)
+
+    @handles("and", "or")
+    def _junction(self, f: n.AndF | n.OrF) -> int:
+        add = self.e.s.add_clause
+        ls = [self.visit(a) for a in f.args]
+        v = self.e.fresh()
+        if isinstance(f, n.AndF):  # v ↔ ∧ ls
+            for li in ls:
+                add([-v, li])
+            add([v] + [-li for li in ls])
+        else:  # v ↔ ∨ ls
+            for li in ls:
+                add([v, -li])
+            add([-v] + ls)
+        return v
+
+    @handles("iff")
+    def _iff(self, f: n.IffF) -> int:
+        a, b, v = self.visit(f.lhs), self.visit(f.rhs), self.e.fresh()
+        for cl in ([-v, -a, b], [-v, a, -b], [v, a, b], [v, -a, -b]):
+            self.e.s.add_clause(cl)
+        return v
+
+    @handles("compare")
+    def _compare(self, f: n.Compare) -> int:
+        if f.difference().terms:
+            raise SolverError(f"the sat backend only takes boolean formulas, not `{f}`")
+        return self.e.true if eval_formula(f, {}) else -self.e.true
 
 
 class SatEngine(Engine):
@@ -29,56 +82,18 @@ class SatEngine(Engine):
         self.pool = IDPool()
         self.s = Solver(name=str(options.get("solver", SOLVER)))
         self.timeout = timeout
-        self._cache: dict[int, tuple[object, int]] = {}
-        self._true = self.pool.id(("const", True))
-        self.s.add_clause([self._true])
+        self.true = self.pool.id(("const", True))
+        self.s.add_clause([self.true])
         self._frames: list[int] = [self.pool.id(("frame", 0))]
         self._tracks: list[list[tuple[str, int]]] = [[]]
         self._nframes = 1
+        self.tseitin = Tseitin(self)
 
     def lit(self, f: n.Formula) -> int:
-        hit = self._cache.get(id(f))
-        if hit is not None and hit[0] is f:
-            return hit[1]
-        out = self._lit(f)
-        self._cache[id(f)] = (f, out)
-        return out
+        return self.tseitin.visit(f)  # type: ignore[no-any-return]
 
-    def _fresh(self) -> int:
+    def fresh(self) -> int:
         return self.pool.id(("aux", self.pool.top + 1))
-
-    def _lit(self, f: n.Formula) -> int:
-        add = self.s.add_clause
-        if isinstance(f, n.BoolVar):
-            return self.pool.id(("var", f.name))
-        if isinstance(f, n.BoolConst):
-            return self._true if f.value else -self._true
-        if isinstance(f, n.NotF):
-            return -self.lit(f.arg)
-        if isinstance(f, (n.AndF, n.OrF)):
-            ls = [self.lit(a) for a in f.args]
-            v = self._fresh()
-            if isinstance(f, n.AndF):  # v ↔ ∧ ls
-                for li in ls:
-                    add([-v, li])
-                add([v] + [-li for li in ls])
-            else:  # v ↔ ∨ ls
-                for li in ls:
-                    add([v, -li])
-                add([-v] + ls)
-            return v
-        if isinstance(f, n.ImpliesF):
-            return self.lit(n.OrF((n.Not(f.lhs), f.rhs)))
-        if isinstance(f, n.Compare) and not f.difference().terms:
-            from pmsolve.symbolic.evaluate import eval_formula
-
-            return self._true if eval_formula(f, {}) else -self._true
-        if isinstance(f, n.IffF):
-            a, b, v = self.lit(f.lhs), self.lit(f.rhs), self._fresh()
-            for cl in ([-v, -a, b], [-v, a, -b], [v, a, b], [v, -a, -b]):
-                add(cl)
-            return v
-        raise SolverError(f"the sat backend only takes boolean formulas, not `{f}`")
 
     def add(self, constraint: Constraint) -> None:
         x = self.lit(constraint.formula)
@@ -99,7 +114,7 @@ class SatEngine(Engine):
         self.s.add_clause([-self._frames.pop()])
         self._tracks.pop()
 
-    def check(self, problem: Problem, want_core: bool) -> RawResult:
+    def check(self, problem: Problem, core: bool) -> RawResult:
         if problem.objective is not None:
             raise SolverError("the sat backend cannot optimise an objective")
         for v in problem.variables():
@@ -123,11 +138,11 @@ class SatEngine(Engine):
             model = set(self.s.get_model() or [])
             return RawResult(R.SAT, {v.name: self.pool.id(("var", v.name)) in model
                                      for v in problem.variables()})
-        core: tuple[str, ...] = ()
-        if want_core:
+        named: tuple[str, ...] = ()
+        if core:
             got = set(self.s.get_core() or [])
-            core = tuple(name for name, t in tracks if t in got)
-        return RawResult(R.UNSAT, core=core)
+            named = tuple(name for name, t in tracks if t in got)
+        return RawResult(R.UNSAT, core=named)
 
     def close(self) -> None:
         self.s.delete()

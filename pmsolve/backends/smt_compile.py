@@ -15,6 +15,7 @@ from pmsolve.backends.base import Engine, RawResult
 from pmsolve.errors import SolverError
 from pmsolve.symbolic import nodes as n
 from pmsolve.symbolic.problem import Constraint, Problem
+from pmsolve.symbolic.visit import MemoVisitor, handles
 from pmsolve.symbolic.walk import iter_vars
 
 
@@ -37,14 +38,18 @@ class Prims:
     def cmp(self, op: str, a: Any, b: Any) -> Any: ...
 
 
-class Compiler:
-    """Translate IR nodes to solver terms, caching shared subterms by identity."""
+class Compiler(MemoVisitor):
+    """Translate IR nodes to solver terms, each shared subterm once (per context sort).
+
+    Terms are visited with the sort of their context: an Int term inside a Real comparison is
+    compiled with Real constants and `to_real` around its Int variables.
+    """
 
     def __init__(self, prims: Prims) -> None:
+        super().__init__()
         self.p = prims
         self.vars: dict[str, Any] = {}
         self._sorts: dict[str, Any] = {}
-        self._cache: dict[int, tuple[object, Any]] = {}
 
     def var(self, v: Any) -> Any:
         key = (type(v).__name__, getattr(v, "sort", None))
@@ -69,59 +74,68 @@ class Compiler:
 
     def term(self, t: n.Lin, sort: n.Sort | None = None) -> Any:
         """Compile a linear term; `sort` forces Real when the context is Real."""
-        sort = sort or t.sort
-        hit = self._cache.get(id(t))
-        if hit is not None and hit[0] is t and sort is t.sort:
-            return hit[1]
+        return self.visit(t, sort or t.sort)
+
+    def formula(self, f: n.Formula) -> Any:
+        return self.visit(f)
+
+    @handles("lin")
+    def _lin(self, t: n.Lin, sort: n.Sort) -> Any:
         parts = []
         for atom, c in t.terms:
-            a = self._atom(atom, sort)
+            a = self.visit(atom, sort)
             if c != 1:
                 a = self.p.mul(self.p.const(c, sort), a)
             parts.append(a)
         if t.const != 0 or not parts:
             parts.append(self.p.const(t.const, sort))
-        out = parts[0] if len(parts) == 1 else self.p.add(parts)
-        if sort is t.sort:
-            self._cache[id(t)] = (t, out)
-        return out
+        return parts[0] if len(parts) == 1 else self.p.add(parts)
 
-    def _atom(self, atom: Any, sort: n.Sort) -> Any:
-        if isinstance(atom, n.NumVar):
-            x = self.var(atom)
-            return self.p.to_real(x) if (sort is n.Sort.REAL and atom.sort is n.Sort.INT) else x
+    @handles("num_var")
+    def _num_var(self, v: n.NumVar, sort: n.Sort) -> Any:
+        x = self.var(v)
+        return self.p.to_real(x) if (sort is n.Sort.REAL and v.sort is n.Sort.INT) else x
+
+    @handles("ite")
+    def _ite(self, atom: n.Ite, sort: n.Sort) -> Any:
         inner = sort if sort is n.Sort.REAL else n.Sort.INT
         if atom.then.sort is n.Sort.REAL or atom.other.sort is n.Sort.REAL:
             inner = n.Sort.REAL
-        return self.p.ite(self.formula(atom.cond), self.term(atom.then, inner),
-                          self.term(atom.other, inner))
+        return self.p.ite(self.visit(atom.cond), self.visit(atom.then, inner),
+                          self.visit(atom.other, inner))
 
-    def formula(self, f: n.Formula) -> Any:
-        hit = self._cache.get(id(f))
-        if hit is not None and hit[0] is f:
-            return hit[1]
-        p = self.p
-        if isinstance(f, n.BoolVar):
-            out = self.var(f)
-        elif isinstance(f, n.BoolConst):
-            out = p.bool_const(f.value)
-        elif isinstance(f, n.NotF):
-            out = p.not_(self.formula(f.arg))
-        elif isinstance(f, n.AndF):
-            out = p.and_([self.formula(a) for a in f.args])
-        elif isinstance(f, n.OrF):
-            out = p.or_([self.formula(a) for a in f.args])
-        elif isinstance(f, n.ImpliesF):
-            out = p.implies(self.formula(f.lhs), self.formula(f.rhs))
-        elif isinstance(f, n.IffF):
-            out = p.iff(self.formula(f.lhs), self.formula(f.rhs))
-        elif isinstance(f, n.Compare):
-            sort = n.Sort.INT if (f.lhs.sort is n.Sort.INT and f.rhs.sort is n.Sort.INT) else n.Sort.REAL
-            out = p.cmp(f.op, self.term(f.lhs, sort), self.term(f.rhs, sort))
-        else:
-            raise SolverError(f"cannot compile {type(f).__name__} to SMT")
-        self._cache[id(f)] = (f, out)
-        return out
+    @handles("bool_var")
+    def _bool_var(self, f: n.BoolVar) -> Any:
+        return self.var(f)
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst) -> Any:
+        return self.p.bool_const(f.value)
+
+    @handles("not")
+    def _not(self, f: n.NotF) -> Any:
+        return self.p.not_(self.visit(f.arg))
+
+    @handles("and")
+    def _and(self, f: n.AndF) -> Any:
+        return self.p.and_([self.visit(a) for a in f.args])
+
+    @handles("or")
+    def _or(self, f: n.OrF) -> Any:
+        return self.p.or_([self.visit(a) for a in f.args])
+
+    @handles("implies")
+    def _implies(self, f: n.ImpliesF) -> Any:
+        return self.p.implies(self.visit(f.lhs), self.visit(f.rhs))
+
+    @handles("iff")
+    def _iff(self, f: n.IffF) -> Any:
+        return self.p.iff(self.visit(f.lhs), self.visit(f.rhs))
+
+    @handles("compare")
+    def _compare(self, f: n.Compare) -> Any:
+        sort = n.Sort.INT if (f.lhs.sort is n.Sort.INT and f.rhs.sort is n.Sort.INT) else n.Sort.REAL
+        return self.p.cmp(f.op, self.visit(f.lhs, sort), self.visit(f.rhs, sort))
 
 
 class SmtEngine(Engine):
@@ -185,30 +199,30 @@ class SmtEngine(Engine):
         self._tracks.pop()
         self._all_bounded -= self._bounded.pop()
 
-    def check(self, problem: Problem, want_core: bool) -> RawResult:
+    def check(self, problem: Problem, core: bool) -> RawResult:
         if problem.objective is not None:
             return self.optimize(problem)
         self._bound_vars(problem.roots())
-        return self._check_tracked(want_core, lambda: {v.name: self._value(self.c.vars[v.name])
+        return self._check_tracked(core, lambda: {v.name: self._value(self.c.vars[v.name])
                                                        for v in problem.variables()})
 
-    def check_values(self, variables: list[Any], want_core: bool) -> RawResult:
+    def check_values(self, variables: list[Any], core: bool) -> RawResult:
         """A check that reads back only `variables` (see Session.check(values=...)); every
         asserted constraint already bounded its variables when it was added."""
-        return self._check_tracked(want_core, lambda: {v.name: self._value(self.c.var(v)) for v in variables})
+        return self._check_tracked(core, lambda: {v.name: self._value(self.c.var(v)) for v in variables})
 
-    def _check_tracked(self, want_core: bool, read_model: Callable[[], dict[str, Any]]) -> RawResult:
+    def _check_tracked(self, core: bool, read_model: Callable[[], dict[str, Any]]) -> RawResult:
         """Check under the tracked assertions; on sat read the model, on unsat name the core."""
         tracks = [t for fr in self._tracks for t in fr]
         status = self._check([lit for _, lit in tracks])
         if status == R.SAT:
             return RawResult(R.SAT, read_model())
         if status == R.UNSAT:
-            core: tuple[str, ...] = ()
-            if want_core:
+            named: tuple[str, ...] = ()
+            if core:
                 core_ids = {str(x) for x in self._core()}
-                core = tuple(name for name, lit in tracks if str(lit) in core_ids)
-            return RawResult(R.UNSAT, core=core)
+                named = tuple(name for name, lit in tracks if str(lit) in core_ids)
+            return RawResult(R.UNSAT, core=named)
         return RawResult(R.UNKNOWN, reason=self._reason())
 
     def optimize(self, problem: Problem) -> RawResult:

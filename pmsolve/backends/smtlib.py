@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from pmsolve.symbolic import nodes as n
 from pmsolve.symbolic.problem import Problem, declaration_str
+from pmsolve.symbolic.visit import Visitor, handles
 
 _SIMPLE = re.compile(r"^[A-Za-z~!@$%^&*_+=<>.?/\-][A-Za-z0-9~!@$%^&*_+=<>.?/\-]*$")
 
@@ -42,49 +43,77 @@ def number(c: Fraction, sort: n.Sort) -> str:
     return s if c >= 0 else f"(- {s})"
 
 
-def term(t: n.Lin, sort: n.Sort | None = None) -> str:
-    sort = sort or t.sort
-    parts = []
-    for atom, c in t.terms:
-        a = _atom(atom, sort)
-        parts.append(a if c == 1 else f"(* {number(c, sort)} {a})")
-    if t.const != 0 or not parts:
-        parts.append(number(t.const, sort))
-    return parts[0] if len(parts) == 1 else f"(+ {' '.join(parts)})"
+class SmtlibWriter(Visitor):
+    """SMT-LIB2 text of IR nodes; terms are visited with their context's sort (see Compiler)."""
 
+    @handles("lin")
+    def _lin(self, t: n.Lin, sort: n.Sort) -> str:
+        parts = []
+        for atom, c in t.terms:
+            a = self.visit(atom, sort)
+            parts.append(a if c == 1 else f"(* {number(c, sort)} {a})")
+        if t.const != 0 or not parts:
+            parts.append(number(t.const, sort))
+        return parts[0] if len(parts) == 1 else f"(+ {' '.join(parts)})"
 
-def _atom(atom: object, sort: n.Sort) -> str:
-    if isinstance(atom, n.NumVar):
-        s = symbol(atom.name)
-        return f"(to_real {s})" if sort is n.Sort.REAL and atom.sort is n.Sort.INT else s
-    assert isinstance(atom, n.Ite)  # internal invariant of Lin, not input validation
-    inner = n.Sort.REAL if (sort is n.Sort.REAL or atom.then.sort is n.Sort.REAL
-                            or atom.other.sort is n.Sort.REAL) else n.Sort.INT
-    return f"(ite {formula(atom.cond)} {term(atom.then, inner)} {term(atom.other, inner)})"
+    @handles("num_var")
+    def _num_var(self, v: n.NumVar, sort: n.Sort) -> str:
+        s = symbol(v.name)
+        return f"(to_real {s})" if sort is n.Sort.REAL and v.sort is n.Sort.INT else s
 
+    @handles("ite")
+    def _ite(self, atom: n.Ite, sort: n.Sort) -> str:
+        inner = n.Sort.REAL if (sort is n.Sort.REAL or atom.then.sort is n.Sort.REAL
+                                or atom.other.sort is n.Sort.REAL) else n.Sort.INT
+        return (f"(ite {self.visit(atom.cond)} {self.visit(atom.then, inner)} "
+                f"{self.visit(atom.other, inner)})")
 
-def formula(f: n.Formula) -> str:
-    if isinstance(f, n.BoolVar):
+    @handles("bool_var")
+    def _bool_var(self, f: n.BoolVar) -> str:
         return symbol(f.name)
-    if isinstance(f, n.BoolConst):
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst) -> str:
         return "true" if f.value else "false"
-    if isinstance(f, n.NotF):
-        return f"(not {formula(f.arg)})"
-    if isinstance(f, n.AndF):
-        return f"(and {' '.join(formula(a) for a in f.args)})"
-    if isinstance(f, n.OrF):
-        return f"(or {' '.join(formula(a) for a in f.args)})"
-    if isinstance(f, n.ImpliesF):
-        return f"(=> {formula(f.lhs)} {formula(f.rhs)})"
-    if isinstance(f, n.IffF):
-        return f"(= {formula(f.lhs)} {formula(f.rhs)})"
-    if isinstance(f, n.Compare):
+
+    @handles("not")
+    def _not(self, f: n.NotF) -> str:
+        return f"(not {self.visit(f.arg)})"
+
+    @handles("and")
+    def _and(self, f: n.AndF) -> str:
+        return f"(and {' '.join(self.visit(a) for a in f.args)})"
+
+    @handles("or")
+    def _or(self, f: n.OrF) -> str:
+        return f"(or {' '.join(self.visit(a) for a in f.args)})"
+
+    @handles("implies")
+    def _implies(self, f: n.ImpliesF) -> str:
+        return f"(=> {self.visit(f.lhs)} {self.visit(f.rhs)})"
+
+    @handles("iff")
+    def _iff(self, f: n.IffF) -> str:
+        return f"(= {self.visit(f.lhs)} {self.visit(f.rhs)})"
+
+    @handles("compare")
+    def _compare(self, f: n.Compare) -> str:
         sort = n.Sort.INT if (f.lhs.sort is n.Sort.INT and f.rhs.sort is n.Sort.INT) else n.Sort.REAL
-        a, b = term(f.lhs, sort), term(f.rhs, sort)
+        a, b = self.visit(f.lhs, sort), self.visit(f.rhs, sort)
         if f.op == "!=":
             return f"(not (= {a} {b}))"
         return f"({f.op} {a} {b})"
-    raise TypeError(f"not an IR formula: {f!r}")
+
+
+_WRITER = SmtlibWriter()
+
+
+def term(t: n.Lin, sort: n.Sort | None = None) -> str:
+    return _WRITER.visit(t, sort or t.sort)
+
+
+def formula(f: n.Formula) -> str:
+    return _WRITER.visit(f)
 
 
 def to_smtlib2(problem: Problem, *, logic: str = "QF_LIRA", get_values: bool = True,

@@ -103,14 +103,14 @@ class SmtlibProcessBackend(Backend):
         return None
 
     def engine(self, timeout: float | None, options: dict[str, Any]) -> ReplayEngine:
-        def once(problem: Problem, want_core: bool) -> RawResult:
-            return self.run(problem, want_core, timeout)
+        def once(problem: Problem, core: bool) -> RawResult:
+            return self.run(problem, core, timeout)
 
         return ReplayEngine(once)
 
-    def run(self, problem: Problem, want_core: bool, timeout: float | None) -> RawResult:
+    def run(self, problem: Problem, core: bool, timeout: float | None) -> RawResult:
         script = to_smtlib2(problem, comments=False)
-        if want_core:
+        if core:
             script += "(get-unsat-core)\n"
         cmd = list(self.command)
         if timeout is not None:
@@ -136,12 +136,12 @@ class SmtlibProcessBackend(Backend):
                             model[names[unquote(pair[0])]] = value_of(pair[1])
             return RawResult(R.SAT, model)
         if status == "unsat":
-            core: tuple[str, ...] = ()
-            if want_core:
+            named: tuple[str, ...] = ()
+            if core:
                 names = {unquote(label(c.name)): c.name for c in problem.constraints if c.name}
                 for reply in replies[1:]:
                     if isinstance(reply, list) and all(isinstance(x, str) for x in reply) \
                             and reply and reply[0] != "error":
-                        core = tuple(names[unquote(x)] for x in reply if unquote(x) in names)
-            return RawResult(R.UNSAT, core=core)
+                        named = tuple(names[unquote(x)] for x in reply if unquote(x) in names)
+            return RawResult(R.UNSAT, core=named)
         return RawResult(R.UNKNOWN, reason="solver said unknown")

@@ -32,7 +32,7 @@ def solve(problem: Problem, backend: str | None = None, *, timeout: float | None
     b = choose(problem, backend, core=core, timeout=timeout)
     with Session(b, timeout=timeout, options=options, tolerance=tolerance) as s:
         s.add_problem(problem)
-        return s.check(want_core=core)
+        return s.check(core=core)
 
 
 def open_session(backend: str | None = None, *, problem: Problem | None = None,

@@ -4,16 +4,20 @@
     φ_findOtherMapping := t1 ≠ t2 ∧ relateThroughput[M1, e_free, t1]
                           ∧ relateThroughput[M_free, e_free, t2] ∧ φ_findMapping
 
-`build_*` return the Problem and a decoder; `find_*` solve on a backend, decode, and re-check the
-answer with the exact bottleneck formula (pmsolve.throughput) before returning it.
+`build_*` return an Encoding (problem, decode, and the variable handles "mapping" and
+"experiment"); `find_*` solve on a backend, decode, and re-check the answer with the exact
+bottleneck formula (pmsolve.formula) before returning it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
+from typing import Sequence
 
+from pmsolve.backends import solve
+from pmsolve.formula import bottleneck
+from pmsolve.encodings.encoding import Encoding
 from pmsolve.encodings.experiments import fixed_experiment, free_experiment
 from pmsolve.encodings.mappings import (
     MappingEnc, fixed_count_mapping, fixed_mapping, power_set_mapping, two_level_mapping,
@@ -22,7 +26,6 @@ from pmsolve.encodings.relate import differ, matches, relate_throughput, separat
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import Formula, Problem
-from pmsolve.throughput import inverse_throughput
 
 Observation = tuple[Experiment, Fraction]
 
@@ -77,7 +80,7 @@ def _observations(problem: Problem, m_free: MappingEnc, observations: Sequence[O
 def build_find_mapping(space: Space, observations: Sequence[Observation], *,
                        r_max: Fraction | int | None = None, epsilon: Fraction | int | None = None,
                        faithful: bool = False, strict_margin: Fraction | None = None,
-                       ) -> tuple[Problem, Callable[[dict], PortMapping]]:
+                       ) -> Encoding[PortMapping]:
     """φ_findMapping: a mapping of `space` that explains every observation.
 
     With noise ε the match is strict (sec. 4.3); MILP backends then need `strict_margin`.
@@ -87,14 +90,14 @@ def build_find_mapping(space: Space, observations: Sequence[Observation], *,
     p.add(m_free.constraints)
     _observations(p, m_free, observations, r_max=_frac(r_max), epsilon=_frac(epsilon),
                   faithful=faithful)
-    return p, m_free.decode
+    return Encoding(p, None, m_free.decode, {"mapping": m_free})
 
 
 def build_find_other_mapping(space: Space, m1: PortMapping, observations: Sequence[Observation],
                              *, bound: int, r_max: Fraction | int | None = None,
                              epsilon: Fraction | int | None = None, faithful: bool = False,
                              strict_margin: Fraction | None = None,
-                             ) -> tuple[Problem, Callable[[dict], tuple[PortMapping, Experiment]]]:
+                             ) -> Encoding[tuple[PortMapping, Experiment]]:
     """φ_findOtherMapping with experiments of at most `bound` instructions.
 
     For MILP backends the problem carries `strict_margin` = the gap of `separation()` when there
@@ -116,10 +119,11 @@ def build_find_other_mapping(space: Space, m1: PortMapping, observations: Sequen
     _observations(p, m_free, observations, r_max=r, epsilon=eps, faithful=faithful)
     p.strict_margin = strict_margin if eps else separation(len(space.ports), r)
 
-    def decode(model: dict) -> tuple[PortMapping, Experiment]:
-        return m_free.decode(model), e_free.decode(model)
+    def decode(answer: object) -> tuple[PortMapping, Experiment]:
+        return m_free.decode(answer), e_free.decode(answer)
 
-    return p, decode
+    return Encoding(p, None, decode, {"mapping": m_free, "experiment": e_free, "t1": rel1.t,
+                                      "t2": rel2.t})
 
 
 def _frac(x: Fraction | int | None) -> Fraction | None:
@@ -129,7 +133,7 @@ def _frac(x: Fraction | int | None) -> Fraction | None:
 def _explains(mapping: PortMapping, observations: Sequence[Observation],
               r_max: Fraction | None, epsilon: Fraction | None) -> str | None:
     for e, t_e in observations:
-        t = inverse_throughput(mapping, e, r_max)
+        t = bottleneck(mapping, e, r_max).inverse_throughput
         ok = t == Fraction(t_e) if not epsilon else abs(t - Fraction(t_e)) < epsilon * e.size
         if not ok:
             return f"{e}: the mapping gives {t}, observed {t_e}"
@@ -140,15 +144,13 @@ def find_mapping(space: Space, observations: Sequence[Observation], backend: str
                  *, r_max: Fraction | int | None = None, epsilon: Fraction | int | None = None,
                  timeout: float | None = None) -> PortMapping | None:
     """A mapping explaining the observations, or None if none exists in `space`."""
-    from pmsolve.backends import solve
-
-    p, decode = build_find_mapping(space, observations, r_max=r_max, epsilon=epsilon)
-    res = solve(p, backend, timeout=timeout)
+    enc = build_find_mapping(space, observations, r_max=r_max, epsilon=epsilon)
+    res = solve(enc.problem, backend, timeout=timeout)
     if res.infeasible:
         return None
     if not res.feasible:
         raise SolverError(f"findMapping: solver gave no answer ({res})")
-    m = decode(res.model)
+    m = enc.decode(res)
     bad = _explains(m, observations, _frac(r_max), _frac(epsilon))
     if bad:
         raise SolverError(f"findMapping on {res.backend} returned a mapping that fails {bad}")
@@ -161,19 +163,17 @@ def find_other_mapping(space: Space, m1: PortMapping, observations: Sequence[Obs
                        timeout: float | None = None) -> tuple[PortMapping, Experiment] | None:
     """Another mapping consistent with the observations plus an experiment telling it apart from
     m1, or None if no experiment of ≤ `bound` instructions distinguishes any such mapping."""
-    from pmsolve.backends import solve
-
-    p, decode = build_find_other_mapping(space, m1, observations, bound=bound, r_max=r_max,
-                                         epsilon=epsilon)
-    res = solve(p, backend, timeout=timeout)
+    enc = build_find_other_mapping(space, m1, observations, bound=bound, r_max=r_max,
+                                   epsilon=epsilon)
+    res = solve(enc.problem, backend, timeout=timeout)
     if res.infeasible:
         return None
     if not res.feasible:
         raise SolverError(f"findOtherMapping: solver gave no answer ({res})")
-    m2, e = decode(res.model)
+    m2, e = enc.decode(res)
     r, eps = _frac(r_max), _frac(epsilon)
     bad = _explains(m2, observations, r, eps)
-    t1, t2 = inverse_throughput(m1, e, r), inverse_throughput(m2, e, r)
+    t1, t2 = bottleneck(m1, e, r).inverse_throughput, bottleneck(m2, e, r).inverse_throughput
     apart = t1 != t2 if not eps else abs(t1 - t2) > 2 * eps * e.size
     if bad or not apart:
         raise SolverError(f"findOtherMapping on {res.backend} returned a bad witness: "

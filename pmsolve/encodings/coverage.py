@@ -7,15 +7,20 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
+from pmsolve.backends import solve
+from pmsolve.encodings.encoding import Encoding, model_of
 from pmsolve.errors import ValidationError
 from pmsolve.symbolic import Int, Problem, Sum
 
 
 def build_coverage(subsumed: Mapping[str, Iterable[str]], blocks: Iterable[str], k: int,
-                   ) -> tuple[Problem, Callable[[dict], tuple[list[str], list[str]]]]:
-    """`subsumed[a]` lists the basic blocks abstract block a subsumes."""
+                   ) -> Encoding[tuple[list[str], list[str]]]:
+    """`subsumed[a]` lists the basic blocks abstract block a subsumes. Linear in the size of
+    `subsumed` (each block's constraint is built from the abstract blocks that cover it).
+    `decode` gives (chosen abstract blocks, covered basic blocks); `vars` holds "used" and
+    "covered"."""
     if k < 0:
         raise ValidationError(f"k must be ≥ 0, got {k}")
     blocks = list(dict.fromkeys(blocks))
@@ -26,26 +31,29 @@ def build_coverage(subsumed: Mapping[str, Iterable[str]], blocks: Iterable[str],
         raise ValidationError(f"subsumed blocks not in the block list: {stray[:5]}")
     used = {a: Int(f"AB.used[{a}]", 0, 1) for a in abstract}
     cov = {b: Int(f"BB.covered[{b}]", 0, 1) for b in blocks}
+    covered_by: dict[str, list[str]] = {b: [] for b in blocks}
+    for a in abstract:
+        for b in covers[a]:
+            covered_by[b].append(a)
     p = Problem(name="coverage ILP")
     p.add(Sum(used.values()) <= k, name="at most k")
     for b in blocks:
-        p.add(Sum(used[a] for a in abstract if b in covers[a]) >= cov[b], name=f"cover[{b}]")
+        p.add(Sum(used[a] for a in covered_by[b]) >= cov[b], name=f"cover[{b}]")
     p.maximize(Sum(cov.values()))
 
-    def decode(model: dict) -> tuple[list[str], list[str]]:
+    def decode(answer: object) -> tuple[list[str], list[str]]:
+        model = model_of(answer)
         return ([a for a in abstract if model[used[a].name] == 1],
                 [b for b in blocks if model[cov[b].name] == 1])
 
-    return p, decode
+    return Encoding(p, None, decode, {"used": used, "covered": cov})
 
 
 def best_coverage(subsumed: Mapping[str, Iterable[str]], blocks: Iterable[str], k: int,
                   backend: str | None = None) -> tuple[list[str], list[str]]:
     """(chosen abstract blocks, covered basic blocks) of an optimal solution."""
-    from pmsolve.backends import solve
-
-    p, decode = build_coverage(subsumed, blocks, k)
-    res = solve(p, backend)
+    enc = build_coverage(subsumed, blocks, k)
+    res = solve(enc.problem, backend)
     if not res.feasible:
         raise ValidationError(f"coverage ILP has no optimal solution ({res})")
-    return decode(res.model)
+    return enc.decode(res)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from pmsolve.errors import ValidationError
+from pmsolve.encodings.encoding import model_of
+from pmsolve.errors import UnknownNameError, ValidationError
 from pmsolve.model import Experiment
-from pmsolve.symbolic import Formula, Int, Lin, Sum, as_term
+from pmsolve.symbolic import Bool, BoolVar, Formula, Int, Lin, Sum, as_term, ite
 from pmsolve.symbolic.evaluate import Assignment, eval_term
 
 
@@ -36,8 +37,18 @@ class ExperimentEnc:
     def is_fixed(self) -> bool:
         return all(c.is_constant for c in self.counts.values())
 
-    def decode(self, model: Assignment) -> Experiment:
+    def decode(self, answer: object) -> Experiment:
+        """The experiment in a model or solver Result."""
+        model = model_of(answer)
         return Experiment({i: int(eval_term(c, model)) for i, c in self.counts.items()})
+
+    def count(self, insn: str) -> Lin:
+        """The term "how often `insn` occurs" (a variable's term for free experiments)."""
+        try:
+            return self.counts[insn]
+        except KeyError:
+            raise UnknownNameError(f"unknown instruction {insn!r} (the experiment encoding has "
+                                   f"{', '.join(self.instructions)})") from None
 
 
 def fixed_experiment(experiment: Experiment, instructions: tuple[str, ...]) -> ExperimentEnc:
@@ -57,6 +68,14 @@ def free_experiment(instructions: tuple[str, ...], bound: int, prefix: str = "")
     total = Sum(counts.values())
     return ExperimentEnc(tuple(instructions), counts, {i: bound for i in instructions},
                          (total >= 1, total <= bound))
+
+
+def binary_digits(exp: ExperimentEnc, insn: str, prefix: str) -> tuple[list[tuple[int, BoolVar]], Formula]:
+    """exp[insn] = Σ 2^b·bit_b over fresh booleans `{prefix}bit[insn,b]`: (weights and bits, the
+    defining equation), so a product of the count with an integer term stays linear."""
+    width = max(1, exp.hi[insn].bit_length())
+    bits = [(1 << b, Bool(f"{prefix}bit[{insn},{b}]")) for b in range(width)]
+    return bits, exp.counts[insn] == Sum(ite(v, w, 0) for w, v in bits)
 
 
 def mass_bound(enc: ExperimentEnc) -> Fraction:

@@ -12,7 +12,7 @@ import random
 from pmsolve.encodings.cegis import Observation, Space, build_find_other_mapping
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import Problem
-from pmsolve.throughput import inverse_throughput
+from pmsolve.formula import bottleneck
 
 
 def cegis_instance(n_insns: int, n_ports: int, seed: int = 0,
@@ -23,7 +23,7 @@ def cegis_instance(n_insns: int, n_ports: int, seed: int = 0,
     insns = [f"i{j}" for j in range(n_insns)]
     truth = PortMapping.two_level(ports, {i: rng.sample(ports, rng.randint(1, n_ports))
                                           for i in insns})
-    obs = [(e, inverse_throughput(truth, e)) for e in (Experiment({i: 1}) for i in insns)]
+    obs = [(e, bottleneck(truth, e).inverse_throughput) for e in (Experiment({i: 1}) for i in insns)]
     m1 = PortMapping.two_level(ports, {i: ports[:len(truth.uops_of(i)[0].ports)] for i in insns})
     return Space(tuple(insns), tuple(ports)), truth, m1, obs
 
@@ -32,7 +32,7 @@ def find_other_mapping_instance(n_insns: int, n_ports: int, seed: int = 0,
                                 bound: int = 4) -> Problem:
     """The φ_findOtherMapping problem of `cegis_instance` with experiments of ≤ `bound` insns."""
     space, _, m1, obs = cegis_instance(n_insns, n_ports, seed)
-    problem, _ = build_find_other_mapping(space, m1, obs, bound=bound)
+    problem = build_find_other_mapping(space, m1, obs, bound=bound).problem
     problem.name = f"findOtherMapping {n_insns} insns x {n_ports} ports (seed {seed})"
     return problem
 

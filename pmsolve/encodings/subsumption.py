@@ -13,8 +13,10 @@ the caller (the AnICA abstract domain), so this module depends only on the IR.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Hashable, Mapping, Sequence
 
+from pmsolve.backends import solve
+from pmsolve.encodings.encoding import Encoding, model_of
 from pmsolve.errors import ValidationError
 from pmsolve.symbolic import And, Bool, BoolVar, Not, Or, Problem
 
@@ -29,8 +31,9 @@ def _alias(table: Aliasing, a: Operand, b: Operand) -> str:
 
 def build_subsumption(n1: int, n2: int, compatible: Sequence[Sequence[bool]],
                       aliasing1: Aliasing | None = None, aliasing2: Aliasing | None = None,
-                      ) -> tuple[Problem, Callable[[dict], list[int]]]:
-    """The Def. 8.7 formula; the decoder gives m as a list (m[i] = index in block 2)."""
+                      ) -> Encoding[list[int]]:
+    """The Def. 8.7 formula; `decode` gives m as a list (m[i] = index in block 2); `vars["m"]`
+    holds the booleans m[i,j]."""
     if n1 < 1 or n2 < 1:
         raise ValidationError(f"abstract blocks need at least one instruction (got {n1}, {n2})")
     if len(compatible) != n1 or any(len(row) != n2 for row in compatible):
@@ -67,10 +70,11 @@ def build_subsumption(n1: int, n2: int, compatible: Sequence[Sequence[bool]],
                     for jk in between:
                         p.add(Or(Not(m[i, ja]), Not(m[nxt, jb]), Not(used[jk])))
 
-    def decode(model: dict) -> list[int]:
+    def decode(answer: object) -> list[int]:
+        model = model_of(answer)
         return [next(j for j in range(n2) if model[m[i, j].name]) for i in range(n1)]
 
-    return p, decode
+    return Encoding(p, None, decode, {"m": m})
 
 
 def _at_most_one(xs: list[BoolVar]) -> object:
@@ -81,8 +85,6 @@ def subsumes(n1: int, n2: int, compatible: Sequence[Sequence[bool]],
              aliasing1: Aliasing | None = None, aliasing2: Aliasing | None = None,
              backend: str | None = None) -> list[int] | None:
     """The witness map m if block 1 subsumes block 2, else None (auto picks the SAT backend)."""
-    from pmsolve.backends import solve
-
-    p, decode = build_subsumption(n1, n2, compatible, aliasing1, aliasing2)
-    res = solve(p, backend)
-    return decode(res.model) if res.feasible else None
+    enc = build_subsumption(n1, n2, compatible, aliasing1, aliasing2)
+    res = solve(enc.problem, backend)
+    return enc.decode(res) if res.feasible else None

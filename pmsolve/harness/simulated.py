@@ -11,7 +11,7 @@ import numpy as np
 
 from pmsolve.errors import ValidationError
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.throughput import batch_inverse_throughput
+from pmsolve.formula import batch_inverse_throughput
 
 
 class SimulatedOracle:

@@ -4,7 +4,7 @@ Every check recomputes its statement's two sides by independent routes: the LPs 
 3.12 written here in the IR and solved by a backend, the schedule definition (Def. 3.5 / 3.11)
 by integer max-flow, the bottleneck formula literally over all port subsets, relateThroughput
 from :mod:`pmsolve.encodings`, and SMT queries over symbolic mappings
-(:mod:`pmsolve.encodings.strategy`). Each mutant breaks one ingredient; the check must then fail.
+(:mod:`pmsolve.encodings.mapping_class`, :mod:`pmsolve.encodings.tp_formula`). Each mutant breaks one ingredient; the check must then fail.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def lp_value(goods: Sequence[Commodity], ports: Sequence[str], drop: frozenset[s
     from pmsolve.backends import solve
 
     res = solve(lp_problem(goods, ports, drop=drop), backend)
-    if res.status != "optimal":
+    if res.status != "sat":
         raise Violation(f"the LP is not solved to optimality ({res}) on {goods}")
     return res.objective  # type: ignore[return-value]
 
@@ -256,7 +256,7 @@ def _thm_3_14(mutant: str | None, tally: Tally) -> None:
         bp = set()
         for k in m.ports:
             res = solve(lp_problem(goods, m.ports, drop=drop, t_cap=cap, minimise_port=k), LP_BACKEND)
-            if res.status == "optimal" and res.objective is not None and res.objective >= t - TOL:
+            if res.status == "sat" and res.objective is not None and res.objective >= t - TOL:
                 bp.add(k)
         if not bp:
             raise Violation(f"{show(m, e)}: no port is fully loaded (p_k = t* = {t}) in every optimal solution")
@@ -304,7 +304,8 @@ def _thm_4_4(mutant: str | None, tally: Tally) -> None:
     from pmsolve.backends import solve
     from pmsolve.encodings import fixed_experiment, fixed_mapping, power_set_mapping, relate_throughput, \
         two_level_mapping
-    from pmsolve.encodings.strategy import FreeExperiment, MappingClass, SymMapping, tp_free
+    from pmsolve.encodings.mapping_class import FreeExperiment, MappingClass, SymMapping
+    from pmsolve.encodings.tp_formula import tp_free
     from pmsolve.encodings.experiments import ExperimentEnc
 
     # (1) one SMT query per class: relateThroughput ∧ t ≠ (bottleneck formula) is unsat
@@ -439,7 +440,8 @@ def _premise(t_pair: Fraction, ti: Fraction, tj: Fraction, mutant: str | None) -
 
 def _thm_6_3(mutant: str | None, tally: Tally) -> None:
     from pmsolve.backends import solve
-    from pmsolve.encodings.strategy import MappingClass, SymMapping, tp_fixed
+    from pmsolve.encodings.mapping_class import MappingClass, SymMapping
+    from pmsolve.encodings.tp_formula import tp_fixed
 
     # (1) exhaustive with the exact formula
     unequal_sizes_additive = 0

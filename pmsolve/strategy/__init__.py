@@ -5,7 +5,7 @@ the port mapping down?
     v = check_strategy("ratio-pairs", insns=3, ports=4, max_exp_len=3)
     print(v.render()); v.as_json()
 
-The encoding lives in :mod:`pmsolve.encodings.strategy`; any SMT (or big-M MILP) backend of
+The encoding lives in :mod:`pmsolve.encodings.sufficiency`; any SMT (or big-M MILP) backend of
 :mod:`pmsolve.backends` solves it; counterexamples are re-checked with the exact formula.
 """
 

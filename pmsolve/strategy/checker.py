@@ -1,6 +1,6 @@
 """Does a benchmarking strategy determine the port mapping? (dissertation ch. 9, App. E)
 
-:func:`check_strategy` builds the sufficiency problem of :mod:`pmsolve.encodings.strategy`,
+:func:`check_strategy` builds the sufficiency problem of :mod:`pmsolve.encodings.sufficiency`,
 solves it on a backend, and either proves sufficiency within the bounds (unsat) or returns a
 counterexample — two mappings that agree on every experiment of the strategy and an experiment
 that tells them apart — after re-checking it with the exact bottleneck formula.
@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
-from pmsolve.encodings.strategy import (
-    MappingClass, build_shortcut_gap, build_sufficiency, pairwise_union_admissible,
-)
+from pmsolve.backends import solve
+from pmsolve.encodings.mapping_class import MappingClass
+from pmsolve.encodings.shortcut import build_shortcut_gap, pairwise_union_admissible
+from pmsolve.encodings.sufficiency import build_sufficiency
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.strategy.strategies import Strategy, observe, parse_strategy
+from pmsolve.strategy.strategies import Strategy, instruction_names, observe, parse_strategy, port_names
 from pmsolve.throughput import bottleneck, inverse_throughput
 
 SUFFICIENT, COUNTEREXAMPLE, UNKNOWN = "sufficient", "counterexample", "unknown"
@@ -173,8 +174,6 @@ def _validate(strategy: Strategy, cls: MappingClass, m1: PortMapping, m2: PortMa
 
 
 def _solve(problem, backend: str | None, timeout: float | None):
-    from pmsolve.backends import solve
-
     return solve(problem, backend, timeout=timeout)
 
 
@@ -203,12 +202,12 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
     res = _solve(enc.problem, backend, timeout)
     if res.infeasible:
         return StrategyVerdict(s.name, s.description, cls, max_exp_len, SUFFICIENT, res.backend,
-                               time.perf_counter() - t0, encoded_experiments=enc.experiments)
+                               time.perf_counter() - t0, encoded_experiments=enc.stats["experiments"])
     if not res.feasible:
         return StrategyVerdict(s.name, s.description, cls, max_exp_len, UNKNOWN, res.backend,
-                               time.perf_counter() - t0, encoded_experiments=enc.experiments,
+                               time.perf_counter() - t0, encoded_experiments=enc.stats["experiments"],
                                reason=res.reason or res.status)
-    m1, m2, e = enc.decode(res.model)
+    m1, m2, e = enc.decode(res)
     cx = _validate(s, cls, m1, m2, e)
     if shortest:
         for bound in range(1, e.size):
@@ -216,10 +215,10 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
                                       encoding=encoding)
             r = _solve(small.problem, backend, timeout)
             if r.feasible:
-                cx = _validate(s, cls, *small.decode(r.model))
+                cx = _validate(s, cls, *small.decode(r))
                 break
     return StrategyVerdict(s.name, s.description, cls, max_exp_len, COUNTEREXAMPLE, res.backend,
-                           time.perf_counter() - t0, cx, enc.experiments)
+                           time.perf_counter() - t0, cx, enc.stats["experiments"])
 
 
 def _conform(given: PortMapping, cls: MappingClass) -> PortMapping:
@@ -319,19 +318,17 @@ class ShortcutVerdict:
 def shortcut_gap(insns: int, ports: int, *, max_exp_len: int = 3, backend: str | None = None,
                  timeout: float | None = None) -> ShortcutVerdict:
     """Search a two-level mapping and experiment where Facile's pairwise shortcut is not exact."""
-    from pmsolve.strategy.strategies import instruction_names, port_names
-
     if insns < 1 or ports < 1:
         raise ValidationError("--insns and --ports must be ≥ 1")
     cls = MappingClass(instruction_names(insns), port_names(ports))
     t0 = time.perf_counter()
-    problem, m, e = build_shortcut_gap(cls, max_exp_len, pairwise_union_admissible)
-    res = _solve(problem, backend, timeout)
+    enc = build_shortcut_gap(cls, max_exp_len, pairwise_union_admissible)
+    res = _solve(enc.problem, backend, timeout)
     if res.infeasible:
         return ShortcutVerdict("facile", insns, ports, max_exp_len, "exact", res.backend, time.perf_counter() - t0)
     if not res.feasible:
         return ShortcutVerdict("facile", insns, ports, max_exp_len, "unknown", res.backend, time.perf_counter() - t0)
-    mapping, exp = m.decode(res.model), e.decode(res.model)
+    mapping, exp = enc.decode(res)
     used = [i for i in mapping.instructions if exp[i]]
     mapping = mapping.restrict(used)
     exact, short = inverse_throughput(mapping, exp), facile_value(mapping, exp)

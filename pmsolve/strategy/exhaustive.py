@@ -14,7 +14,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Iterator
 
-from pmsolve.encodings.strategy import MappingClass
+from pmsolve.encodings.mapping_class import MappingClass
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.strategy.checker import COUNTEREXAMPLE, SUFFICIENT, StrategyVerdict, _validate
 from pmsolve.strategy.strategies import Strategy, observe, parse_strategy

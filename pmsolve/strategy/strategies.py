@@ -23,8 +23,10 @@ from fractions import Fraction
 from itertools import combinations, permutations
 from typing import Callable
 
-from pmsolve.encodings.strategy import Family, MappingClass, Observation, StrategySpec, port_subsets
+from pmsolve.encodings.mapping_class import MappingClass, port_subsets
+from pmsolve.encodings.sufficiency import Family, Observation, StrategySpec
 from pmsolve.errors import ValidationError
+from pmsolve.formats import load_experiments
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
 from pmsolve.throughput import inverse_throughput
 
@@ -190,8 +192,6 @@ def uopsinfo(rule: KRule) -> Strategy:
 
 def read_experiment_file(path: str) -> list[Experiment]:
     """Experiments from pmsolve/PMEvo JSON, or from text with one ``insn:count,...`` per line."""
-    from pmsolve.formats import load_experiments
-
     if not os.path.exists(path):
         raise ValidationError(f"strategy file {path!r} does not exist")
     if path.endswith(".json"):

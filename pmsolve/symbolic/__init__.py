@@ -1,20 +1,25 @@
 """A small typed IR for constraint problems: written once by the encodings, compiled by backends.
 
 Bool/Int/Real variables carry optional bounds (the MILP route needs them), terms are linear
-with `ite` atoms, formulas use and/or/not/implies/iff and comparisons. `evaluate` computes any
-node exactly under an assignment; backends use it to validate every model they return.
+with `ite` atoms, formulas use and/or/not/implies/iff and comparisons. ``x == 3`` builds an
+equation; a comparison has no Python truth value, so ``2 <= x <= 4`` raises (see
+:mod:`pmsolve.symbolic.nodes`). `evaluate` computes any node exactly under an assignment;
+backends use it to validate every model they return. Every operation on nodes (printing,
+evaluation, each backend's converter) is a :class:`Visitor`.
 """
 
-from pmsolve.symbolic.evaluate import eval_formula, eval_term, evaluate, violations
+from pmsolve.symbolic.evaluate import Evaluator, eval_formula, eval_term, evaluate, violations
 from pmsolve.symbolic.nodes import (
     FALSE, TRUE, And, Bool, BoolConst, BoolVar, Compare, Eq, Formula, Iff, Implies, Int, Ite, Lin,
-    Ne, Not, NumVar, Or, Real, Sort, Sum, as_formula, as_term, compare, ite, to_fraction,
+    Ne, Node, Not, NumVar, Or, Real, Sort, Sum, as_formula, as_term, compare, ite, same, to_fraction,
 )
 from pmsolve.symbolic.problem import Constraint, Objective, Problem
+from pmsolve.symbolic.visit import MemoVisitor, Visitor, handles
 
 __all__ = [
     "FALSE", "TRUE", "And", "Bool", "BoolConst", "BoolVar", "Compare", "Constraint", "Eq",
-    "Formula", "Iff", "Implies", "Int", "Ite", "Lin", "Ne", "Not", "NumVar", "Objective", "Or",
-    "Problem", "Real", "Sort", "Sum", "as_formula", "as_term", "compare", "eval_formula",
-    "eval_term", "evaluate", "ite", "to_fraction", "violations",
+    "Evaluator", "Formula", "Iff", "Implies", "Int", "Ite", "Lin", "MemoVisitor", "Ne", "Node",
+    "Not", "NumVar", "Objective", "Or", "Problem", "Real", "Sort", "Sum", "Visitor", "as_formula",
+    "as_term", "compare", "eval_formula", "eval_term", "evaluate", "handles", "ite", "same",
+    "to_fraction", "violations",
 ]

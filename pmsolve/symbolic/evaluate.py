@@ -3,79 +3,111 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Mapping, Union
+from typing import Any, Iterable, Mapping, Union
 
 from pmsolve.errors import ValidationError
 from pmsolve.symbolic import nodes as n
+from pmsolve.symbolic.visit import Visitor, handles
 
 Value = Union[bool, int, Fraction]
 Assignment = Mapping[str, Value]
 
+_CMP = {"=": lambda d: d == 0, "!=": lambda d: d != 0, "<=": lambda d: d <= 0,
+        "<": lambda d: d < 0, ">=": lambda d: d >= 0, ">": lambda d: d > 0}
+
+
+class Evaluator(Visitor):
+    """Terms evaluate to Fractions, formulas to bools; a missing or ill-sorted value raises."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.a = assignment
+
+    def _lookup(self, name: str) -> Value:
+        try:
+            return self.a[name]
+        except KeyError:
+            raise ValidationError(f"the assignment has no value for variable {name!r}") from None
+
+    @handles("num_var")
+    def _num_var(self, v: n.NumVar) -> Fraction:
+        val = self._lookup(v.name)
+        if isinstance(val, bool):
+            raise ValidationError(f"variable {v.name!r} is numeric but assigned {val!r}")
+        return Fraction(val)
+
+    @handles("lin")
+    def _lin(self, t: n.Lin) -> Fraction:
+        total = t.const
+        for atom, c in t.terms:
+            total += c * self.visit(atom)
+        return total
+
+    @handles("ite")
+    def _ite(self, a: n.Ite) -> Fraction:
+        return self.visit(a.then if self.visit(a.cond) else a.other)
+
+    @handles("bool_var")
+    def _bool_var(self, v: n.BoolVar) -> bool:
+        val = self._lookup(v.name)
+        if not isinstance(val, bool):
+            raise ValidationError(f"variable {v.name!r} is boolean but assigned {val!r}")
+        return val
+
+    @handles("bool_const")
+    def _bool_const(self, f: n.BoolConst) -> bool:
+        return f.value
+
+    @handles("not")
+    def _not(self, f: n.NotF) -> bool:
+        return not self.visit(f.arg)
+
+    @handles("and")
+    def _and(self, f: n.AndF) -> bool:
+        return all(self.visit(a) for a in f.args)
+
+    @handles("or")
+    def _or(self, f: n.OrF) -> bool:
+        return any(self.visit(a) for a in f.args)
+
+    @handles("implies")
+    def _implies(self, f: n.ImpliesF) -> bool:
+        return (not self.visit(f.lhs)) or self.visit(f.rhs)
+
+    @handles("iff")
+    def _iff(self, f: n.IffF) -> bool:
+        return self.visit(f.lhs) == self.visit(f.rhs)
+
+    @handles("compare")
+    def _compare(self, f: n.Compare) -> bool:
+        return _CMP[f.op](self.visit(f.lhs) - self.visit(f.rhs))
+
 
 def evaluate(expr: object, assignment: Assignment) -> Value:
     """Value of a term (Fraction) or formula (bool); missing variables raise ValidationError."""
-    if isinstance(expr, n.Formula):
-        return eval_formula(expr, assignment)
-    if isinstance(expr, (n.Lin, n.NumVar, n.Ite)):
-        return eval_term(expr.lin(), assignment)
-    raise ValidationError(f"cannot evaluate {type(expr).__name__} {expr!r}")
+    if not isinstance(expr, n.Node):
+        raise ValidationError(f"cannot evaluate {type(expr).__name__} {expr!r}")
+    return Evaluator(assignment).visit(expr)
 
 
-def _lookup(name: str, assignment: Assignment) -> Value:
-    try:
-        return assignment[name]
-    except KeyError:
-        raise ValidationError(f"the assignment has no value for variable {name!r}") from None
-
-
-def eval_term(term: "n.Lin", assignment: Assignment) -> Fraction:
-    total = term.const
-    for atom, c in term.terms:
-        if isinstance(atom, n.NumVar):
-            v = _lookup(atom.name, assignment)
-            if isinstance(v, bool):
-                raise ValidationError(f"variable {atom.name!r} is numeric but assigned {v!r}")
-            total += c * Fraction(v)
-        else:
-            branch = atom.then if eval_formula(atom.cond, assignment) else atom.other
-            total += c * eval_term(branch, assignment)
-    return total
+def eval_term(term: object, assignment: Assignment) -> Fraction:
+    return Evaluator(assignment).visit(n.as_term(term))
 
 
 def eval_formula(f: "n.Formula", assignment: Assignment) -> bool:
-    if isinstance(f, n.BoolVar):
-        v = _lookup(f.name, assignment)
-        if not isinstance(v, bool):
-            raise ValidationError(f"variable {f.name!r} is boolean but assigned {v!r}")
-        return v
-    if isinstance(f, n.BoolConst):
-        return f.value
-    if isinstance(f, n.NotF):
-        return not eval_formula(f.arg, assignment)
-    if isinstance(f, n.AndF):
-        return all(eval_formula(a, assignment) for a in f.args)
-    if isinstance(f, n.OrF):
-        return any(eval_formula(a, assignment) for a in f.args)
-    if isinstance(f, n.ImpliesF):
-        return (not eval_formula(f.lhs, assignment)) or eval_formula(f.rhs, assignment)
-    if isinstance(f, n.IffF):
-        return eval_formula(f.lhs, assignment) == eval_formula(f.rhs, assignment)
-    if isinstance(f, n.Compare):
-        d = eval_term(f.difference(), assignment)
-        return {
-            "=": d == 0, "!=": d != 0, "<=": d <= 0, "<": d < 0, ">=": d >= 0, ">": d > 0,
-        }[f.op]
-    raise ValidationError(f"not an IR formula: {f!r}")
+    return Evaluator(assignment).visit(f)
 
 
-def violations(problem: object, assignment: Assignment) -> list[str]:
-    """Constraints (and variable bounds / integrality) that `assignment` violates, as text."""
-    from pmsolve.symbolic.problem import Problem
+def violations(problem: Any, assignment: Assignment) -> list[str]:
+    """Constraints (and variable bounds / integrality) of a Problem that `assignment` violates."""
+    return model_violations(problem.variables(), problem.constraints, assignment)
 
-    if not isinstance(problem, Problem):
-        raise ValidationError("violations() expects a Problem")
+
+def model_violations(variables: Iterable[Any], constraints: Iterable[Any],
+                     assignment: Assignment) -> list[str]:
+    """What `assignment` violates among these variables' sorts and bounds and these constraints
+    (objects with `formula` and `name`), as text; empty when it is a model."""
     bad: list[str] = []
-    for v in problem.variables():
+    for v in variables:
         if v.name not in assignment:
             bad.append(f"no value for {v.name}")
             continue
@@ -96,7 +128,8 @@ def violations(problem: object, assignment: Assignment) -> list[str]:
             bad.append(f"{v.name} = {val} is above its upper bound {v.hi}")
     if bad:
         return bad
-    for c in problem.constraints:
-        if not eval_formula(c.formula, assignment):
+    ev = Evaluator(assignment)
+    for c in constraints:
+        if not ev.visit(c.formula):
             bad.append(f"violated {c.name or 'constraint'}: {c.formula}")
     return bad

@@ -3,6 +3,16 @@
 Terms are kept in a normal form (a sum of coefficient * atom plus a constant, atoms being
 numeric variables or `ite` nodes) so that every backend -- SMT, MILP, text -- sees the same
 linear structure, and so that equal terms print equally.
+
+Every node class declares its ``kind`` (what visitors dispatch on, :mod:`.visit`), its
+``children()``, a structural ``key`` (equal keys = the same node; hashing uses it) and, for
+sugar, ``desugar()``: that is all a new node type needs to be walked by every visitor.
+
+No silent traps (as in z3): ``x == 3`` and ``x != y`` build equations, and ``a == b`` on
+formulas builds ``a ↔ b``. The truth value of such an equation is structural identity of its
+two sides, so nodes work as dict keys and in ``in`` tests. Every other formula, and every
+term, has no truth value: ``if x <= 3:`` and the chained ``2 <= x <= 4`` (which Python
+evaluates as ``(2 <= x) and (x <= 4)``) raise instead of silently keeping one half.
 """
 
 from __future__ import annotations
@@ -11,9 +21,10 @@ import enum
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational
-from typing import Iterable, Union, overload
+from typing import Any, Iterable, Union, overload
 
 from pmsolve.errors import ValidationError
+from pmsolve.symbolic.printing import show
 
 Number = Union[int, Fraction]
 
@@ -40,11 +51,57 @@ def to_fraction(value: object, where: str = "constant") -> Fraction:
     )
 
 
+class Node:
+    """Base of every IR node (see module doc)."""
+
+    kind = ""
+
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    def desugar(self) -> "Node | None":
+        """An equivalent node made of other kinds, for visitors without a rule for this one."""
+        return None
+
+    def _make_key(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Structural identity (computed once; nodes are immutable)."""
+        return _once(self, "_key", self._make_key)
+
+    def __hash__(self) -> int:
+        return _once(self, "_hash", lambda: hash(self.key))
+
+    def __bool__(self) -> bool:
+        raise ValidationError(
+            f"`{self}` has no Python truth value: add it to a Problem, or evaluate it; "
+            "chained comparisons such as `2 <= x <= 4` must be written And(2 <= x, x <= 4)")
+
+    def __str__(self) -> str:
+        return show(self)
+
+
+def _once(node: Node, name: str, compute: Any) -> Any:
+    """A derived value of an immutable node, computed on first use and kept in its __dict__."""
+    d = node.__dict__
+    value = d.get(name)
+    if value is None:
+        value = d[name] = compute()
+    return value
+
+
+def same(a: Node, b: Node) -> bool:
+    """Structural identity of two nodes (what the truth value of ``a == b`` is)."""
+    return a is b or (a.kind == b.kind and a.key == b.key)
+
+
 # --------------------------------------------------------------------------- terms
 
 
-class _Arith:
-    """Arithmetic operators shared by variables, `ite` atoms and linear terms."""
+class _Arith(Node):
+    """Arithmetic and comparison operators shared by variables, `ite` atoms and linear terms."""
 
     def lin(self) -> "Lin":
         raise NotImplementedError
@@ -78,7 +135,6 @@ class _Arith:
             raise ValidationError(f"division of {self} by zero")
         return self.lin().scaled(1 / c)
 
-    # comparisons build formulas; == and != stay structural (dataclass equality, hashing)
     def __le__(self, other: object) -> "Compare":
         return compare("<=", self, other)
 
@@ -91,16 +147,32 @@ class _Arith:
     def __gt__(self, other: object) -> "Compare":
         return compare(">", self, other)
 
+    def __eq__(self, other: object) -> "Compare":  # type: ignore[override]
+        if not _is_term_like(other):
+            return NotImplemented
+        return compare("=", self, other)
+
+    def __ne__(self, other: object) -> "Compare":  # type: ignore[override]
+        if not _is_term_like(other):
+            return NotImplemented
+        return compare("!=", self, other)
+
+    __hash__ = Node.__hash__
+
     def eq(self, other: object) -> "Compare":
-        """The formula `self = other` (``==`` stays structural equality of IR nodes)."""
+        """The equation `self = other`, the same as ``self == other``."""
         return compare("=", self, other)
 
     def ne(self, other: object) -> "Compare":
-        """The formula `self ≠ other`."""
+        """The formula `self ≠ other`, the same as ``self != other``."""
         return compare("!=", self, other)
 
 
-@dataclass(frozen=True, eq=True, order=False)
+def _is_term_like(value: object) -> bool:
+    return isinstance(value, (_Arith, int, Rational, float))  # floats reach to_fraction's refusal
+
+
+@dataclass(frozen=True, eq=False)
 class NumVar(_Arith):
     """An Int or Real variable; `lo`/`hi` are inclusive bounds, used by the MILP linearisation."""
 
@@ -108,6 +180,8 @@ class NumVar(_Arith):
     sort: Sort
     lo: Fraction | None = None
     hi: Fraction | None = None
+
+    kind = "num_var"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -124,6 +198,9 @@ class NumVar(_Arith):
         if self.lo is not None and self.hi is not None and self.lo > self.hi:
             raise ValidationError(f"{self.name}: empty bounds [{self.lo}, {self.hi}]")
 
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("v", self.name, self.sort.value, self.lo, self.hi)
+
     def lin(self) -> "Lin":
         return Lin(((self, Fraction(1)),), Fraction(0))
 
@@ -131,7 +208,7 @@ class NumVar(_Arith):
         return self.name
 
 
-@dataclass(frozen=True, eq=True, order=False)
+@dataclass(frozen=True, eq=False)
 class Ite(_Arith):
     """`ite(cond, then, other)` as a numeric atom; the encodings use it for bool * number."""
 
@@ -139,52 +216,67 @@ class Ite(_Arith):
     then: "Lin"
     other: "Lin"
 
+    kind = "ite"
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.cond, self.then, self.other)
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("ite", self.cond.key, self.then.key, self.other.key)
+
     def lin(self) -> "Lin":
         return Lin(((self, Fraction(1)),), Fraction(0))
-
-    def __str__(self) -> str:
-        return f"ite({self.cond}, {self.then}, {self.other})"
 
 
 Atom = Union[NumVar, Ite]
 
 
-def _atom_key(atom: Atom) -> tuple[int, str]:
-    return (0, atom.name) if isinstance(atom, NumVar) else (1, str(atom))
+def _order(atom: Atom) -> tuple[int, str]:
+    """Where an atom sits in a canonical term: variables by name, then `ite` atoms by text."""
+    return _once(atom, "_order", lambda: (0, atom.name) if isinstance(atom, NumVar) else (1, str(atom)))
 
 
-@dataclass(frozen=True, eq=True, order=False)
+@dataclass(frozen=True, eq=False)
 class Lin(_Arith):
     """A linear term: sum of `coef * atom` plus `const`; canonical (sorted, no zero coefficients)."""
 
     terms: tuple[tuple[Atom, Fraction], ...]
     const: Fraction = Fraction(0)
 
+    kind = "lin"
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(a for a, _ in self.terms)
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("lin", tuple((a.key, c) for a, c in self.terms), self.const)
+
     def lin(self) -> "Lin":
         return self
 
     @staticmethod
     def build(pairs: Iterable[tuple[Atom, Fraction]], const: Fraction) -> "Lin":
-        acc: dict[Atom, Fraction] = {}
-        names: dict[str, NumVar] = {}
+        """The canonical term Σ c·atom + const; one pass and one sort, so sums are O(n log n)."""
+        acc: dict[Atom, Any] = {}  # keyed by the atoms (hash cached, equality structural)
         for atom, c in pairs:
-            if isinstance(atom, NumVar):
-                seen = names.setdefault(atom.name, atom)
-                if seen != atom:
-                    raise ValidationError(
-                        f"two different variables are both named {atom.name!r} "
-                        f"({seen.sort.value} [{seen.lo}, {seen.hi}] vs "
-                        f"{atom.sort.value} [{atom.lo}, {atom.hi}])"
-                    )
-            acc[atom] = acc.get(atom, Fraction(0)) + c
-        items = sorted(((a, c) for a, c in acc.items() if c != 0), key=lambda p: _atom_key(p[0]))
-        return Lin(tuple(items), const)
+            acc[atom] = acc[atom] + c if atom in acc else c
+        if len(acc) > 1:
+            _refuse_name_clashes(acc)
+        items = sorted(((a, c if type(c) is Fraction else Fraction(c)) for a, c in acc.items() if c != 0),
+                       key=lambda p: _order(p[0]))
+        return Lin(tuple(items), const if type(const) is Fraction else Fraction(const))
 
     def plus(self, other: "Lin") -> "Lin":
+        if not other.terms:
+            return self if other.const == 0 else Lin(self.terms, self.const + other.const)
+        if not self.terms:
+            return other if self.const == 0 else Lin(other.terms, self.const + other.const)
         return Lin.build(self.terms + other.terms, self.const + other.const)
 
     def scaled(self, c: Number) -> "Lin":
         c = Fraction(c)
+        if c == 1:
+            return self
         return Lin.build(((a, k * c) for a, k in self.terms), self.const * c)
 
     @property
@@ -194,6 +286,9 @@ class Lin(_Arith):
     @property
     def sort(self) -> Sort:
         """Int if every atom is integer-valued and every coefficient is integral, else Real."""
+        return _once(self, "_sort", self._sort)
+
+    def _sort(self) -> Sort:
         if self.const.denominator != 1 or any(c.denominator != 1 for _, c in self.terms):
             return Sort.REAL
         for atom, _ in self.terms:
@@ -204,17 +299,25 @@ class Lin(_Arith):
                 return Sort.REAL
         return Sort.INT
 
-    def __str__(self) -> str:
-        from pmsolve.symbolic.printing import term_str
 
-        return term_str(self)
+def _refuse_name_clashes(atoms: Iterable[Atom]) -> None:
+    names: dict[str, NumVar] = {}
+    for atom in atoms:
+        if isinstance(atom, NumVar):
+            seen = names.setdefault(atom.name, atom)
+            if seen is not atom and seen.key != atom.key:
+                raise ValidationError(
+                    f"two different variables are both named {atom.name!r} "
+                    f"({seen.sort.value} [{seen.lo}, {seen.hi}] vs "
+                    f"{atom.sort.value} [{atom.lo}, {atom.hi}])"
+                )
 
 
 def as_term(value: object) -> Lin:
     """Lift a variable, `ite`, term or exact number into a `Lin`."""
     if isinstance(value, _Arith):
         return value.lin()
-    if isinstance(value, (Formula, BoolVar)):
+    if isinstance(value, Formula):
         raise ValidationError(f"expected a numeric term, got the formula {value}")
     return Lin((), to_fraction(value))
 
@@ -230,11 +333,19 @@ def Real(name: str, lo: Number | None = None, hi: Number | None = None) -> NumVa
 
 
 def Sum(items: Iterable[object]) -> Lin:
-    """Sum of terms and numbers (an empty sum is 0)."""
-    out = Lin((), Fraction(0))
+    """Sum of terms and numbers (an empty sum is 0), in one pass: linear in the number of atoms
+    (up to the final sort), where chaining ``+`` re-normalises the growing term every time."""
+    pairs: list[tuple[Atom, Fraction]] = []
+    const = Fraction(0)
+    one = Fraction(1)
     for item in items:
-        out = out.plus(as_term(item))
-    return out
+        if isinstance(item, NumVar):
+            pairs.append((item, one))
+            continue
+        t = as_term(item)
+        pairs.extend(t.terms)
+        const += t.const
+    return Lin.build(pairs, const)
 
 
 @overload
@@ -255,7 +366,7 @@ def ite(cond: object, then: object, other: object) -> "Lin | Formula":
     if isinstance(cond, BoolConst):
         return as_term(then) if cond.value else as_term(other)
     a, b = as_term(then), as_term(other)
-    if a == b:
+    if same(a, b):
         return a
     return Ite(cond, a, b).lin()
 
@@ -263,8 +374,8 @@ def ite(cond: object, then: object, other: object) -> "Lin | Formula":
 # --------------------------------------------------------------------------- formulas
 
 
-class Formula:
-    """Base of boolean-valued nodes; `&`, `|`, `~` build And/Or/Not."""
+class Formula(Node):
+    """Base of boolean-valued nodes; `&`, `|`, `~` build And/Or/Not, `==` builds ↔."""
 
     def __and__(self, other: object) -> "Formula":
         return And(self, other)
@@ -281,21 +392,33 @@ class Formula:
     def __invert__(self) -> "Formula":
         return Not(self)
 
-    def __str__(self) -> str:
-        from pmsolve.symbolic.printing import formula_str
+    def __eq__(self, other: object) -> "Formula":  # type: ignore[override]
+        if not isinstance(other, (Formula, bool)):
+            return NotImplemented
+        return IffF(self, as_formula(other))
 
-        return formula_str(self)
+    def __ne__(self, other: object) -> "Formula":  # type: ignore[override]
+        if not isinstance(other, (Formula, bool)):
+            return NotImplemented
+        return NotF(IffF(self, as_formula(other)))
+
+    __hash__ = Node.__hash__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BoolVar(Formula):
     """A boolean variable."""
 
     name: str
 
+    kind = "bool_var"
+
     def __post_init__(self) -> None:
         if not self.name:
             raise ValidationError("variable name must not be empty")
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("b", self.name)
 
     def __str__(self) -> str:
         return self.name
@@ -306,49 +429,95 @@ def Bool(name: str) -> BoolVar:
     return BoolVar(name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BoolConst(Formula):
     value: bool
 
-    def __str__(self) -> str:
-        return "true" if self.value else "false"
+    kind = "bool_const"
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("c", self.value)
+
+    def __bool__(self) -> bool:
+        return self.value
 
 
 TRUE = BoolConst(True)
 FALSE = BoolConst(False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NotF(Formula):
     arg: Formula
 
+    kind = "not"
 
-@dataclass(frozen=True)
-class AndF(Formula):
+    def children(self) -> tuple[Node, ...]:
+        return (self.arg,)
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("not", self.arg.key)
+
+    def __bool__(self) -> bool:
+        if isinstance(self.arg, IffF):  # `a != b` on formulas
+            return not bool(self.arg)
+        return Node.__bool__(self)
+
+
+@dataclass(frozen=True, eq=False)
+class _Junction(Formula):
+    """A conjunction or disjunction of its arguments (flattened by And / Or)."""
+
     args: tuple[Formula, ...]
 
+    def children(self) -> tuple[Node, ...]:
+        return self.args
 
-@dataclass(frozen=True)
-class OrF(Formula):
-    args: tuple[Formula, ...]
+    def _make_key(self) -> tuple[Any, ...]:
+        return (self.kind, tuple(a.key for a in self.args))
 
 
-@dataclass(frozen=True)
-class ImpliesF(Formula):
+class AndF(_Junction):
+    kind = "and"
+
+
+class OrF(_Junction):
+    kind = "or"
+
+
+@dataclass(frozen=True, eq=False)
+class _Binary(Formula):
     lhs: Formula
     rhs: Formula
 
+    def children(self) -> tuple[Node, ...]:
+        return (self.lhs, self.rhs)
 
-@dataclass(frozen=True)
-class IffF(Formula):
-    lhs: Formula
-    rhs: Formula
+    def _make_key(self) -> tuple[Any, ...]:
+        return (self.kind, self.lhs.key, self.rhs.key)
+
+
+class ImpliesF(_Binary):
+    kind = "implies"
+
+    def desugar(self) -> Formula:
+        return OrF((Not(self.lhs), self.rhs))
+
+
+class IffF(_Binary):
+    kind = "iff"
+
+    def desugar(self) -> Formula:
+        return AndF((ImpliesF(self.lhs, self.rhs), ImpliesF(self.rhs, self.lhs)))
+
+    def __bool__(self) -> bool:
+        return same(self.lhs, self.rhs)
 
 
 COMPARE_OPS = ("=", "!=", "<=", "<", ">=", ">")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Compare(Formula):
     """`lhs op rhs` with op one of = != <= < >= >."""
 
@@ -356,13 +525,36 @@ class Compare(Formula):
     lhs: Lin
     rhs: Lin
 
+    kind = "compare"
+
     def __post_init__(self) -> None:
         if self.op not in COMPARE_OPS:
             raise ValidationError(f"unknown comparison {self.op!r}; expected one of {COMPARE_OPS}")
 
+    def children(self) -> tuple[Node, ...]:
+        return (self.lhs, self.rhs)
+
+    def _make_key(self) -> tuple[Any, ...]:
+        return ("cmp", self.op, self.lhs.key, self.rhs.key)
+
     def difference(self) -> Lin:
         """lhs - rhs: the comparison is `difference op 0`."""
         return self.lhs.plus(self.rhs.scaled(-1))
+
+    def __bool__(self) -> bool:
+        if self.op == "=":
+            return same(self.lhs, self.rhs)
+        if self.op == "!=":
+            return not same(self.lhs, self.rhs)
+        return Node.__bool__(self)
+
+
+#: every node kind and its class (what the visitor-coverage test walks)
+NODE_KINDS: dict[str, type[Node]] = {
+    c.kind: c for c in (NumVar, Ite, Lin, BoolVar, BoolConst, NotF, AndF, OrF, ImpliesF, IffF, Compare)
+}
+TERM_KINDS = ("num_var", "ite", "lin")
+FORMULA_KINDS = tuple(k for k in NODE_KINDS if k not in TERM_KINDS)
 
 
 def as_formula(value: object) -> Formula:

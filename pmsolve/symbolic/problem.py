@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable
 
-from pmsolve.errors import ValidationError
+from pmsolve.errors import UnknownNameError, ValidationError
 from pmsolve.symbolic import nodes as n
 from pmsolve.symbolic.walk import Var, has_ite, iter_vars
 
@@ -42,6 +43,8 @@ class Problem:
     `strict_margin`, when set, is a positive number the encoding guarantees to separate the two
     sides of every strict real comparison (`<`, `>`, `≠`) in any solution that matters; the MILP
     linearisation needs it because MILP solvers have no strict inequalities. SMT backends ignore it.
+    Variables are handles: take them from the encoding that made them, or look one up by name
+    with `var(name)`, which refuses names the problem does not use.
     """
 
     constraints: list[Constraint] = field(default_factory=list)
@@ -52,16 +55,29 @@ class Problem:
 
     def add(self, formula: object, name: str | None = None) -> "Problem":
         """Assert a formula (or an iterable of formulas); named ones can appear in unsat cores."""
-        if not isinstance(formula, (n.Formula, bool)):
-            if isinstance(formula, Iterable):
-                for f in formula:
-                    self.add(f)
-                return self
+        if not isinstance(formula, (n.Formula, bool)) and isinstance(formula, Iterable):
+            for f in formula:
+                self.add(f)
+            return self
         f = n.as_formula(formula)
-        if name is not None and any(c.name == name for c in self.constraints):
-            raise ValidationError(f"a constraint named {name!r} already exists")
+        names = self._names()
+        if name is not None:
+            if name in names:
+                raise ValidationError(f"a constraint named {name!r} already exists")
+            names.add(name)
         self.constraints.append(Constraint(f, name))
+        self.__dict__["_name_cache"] = (id(self.constraints), len(self.constraints), names)
         return self
+
+    def _names(self) -> set[str]:
+        """Names of the constraints, cached while `constraints` (which callers may edit) keeps
+        its identity and length, so adding n named constraints stays linear."""
+        cache = self.__dict__.get("_name_cache")
+        if cache is None or cache[:2] != (id(self.constraints), len(self.constraints)):
+            names = {c.name for c in self.constraints if c.name is not None}
+            cache = (id(self.constraints), len(self.constraints), names)
+            self.__dict__["_name_cache"] = cache
+        return cache[2]
 
     def declare(self, *variables: Var) -> "Problem":
         """Make variables part of the problem (and of every model) even if no constraint uses them."""
@@ -81,6 +97,15 @@ class Problem:
     def variables(self) -> list[Var]:
         """All variables, sorted by name; two different variables sharing a name are refused."""
         return collect_variables(self.roots())
+
+    def var(self, name: str) -> Var:
+        """The problem's variable called `name`; unknown names raise (with the closest ones)."""
+        by_name = {v.name: v for v in self.variables()}
+        if name not in by_name:
+            close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownNameError(f"problem {self.name!r} has no variable named {name!r}{hint}")
+        return by_name[name]
 
     def roots(self) -> list[object]:
         out: list[object] = list(self.declared)
@@ -115,7 +140,7 @@ def collect_variables(roots: Iterable[object]) -> list[Var]:
     for root in roots:
         for v in iter_vars(root):
             old = by_name.setdefault(v.name, v)
-            if old != v:
+            if old is not v and (old.kind != v.kind or old.key != v.key):
                 raise ValidationError(
                     f"two different variables are named {v.name!r}: {declaration_str(old)} and "
                     f"{declaration_str(v)}"

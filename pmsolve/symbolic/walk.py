@@ -1,4 +1,5 @@
-"""Traversals shared by the problem container, the printers and the backends."""
+"""Structural walks shared by the problem container and the backends (no per-kind logic here:
+nodes list their own children)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,6 @@ from typing import Iterator, Union
 from pmsolve.symbolic import nodes as n
 
 Var = Union["n.NumVar", "n.BoolVar"]
-
-
-def children(node: object) -> Iterator[object]:
-    if isinstance(node, n.Lin):
-        for atom, _ in node.terms:
-            yield atom
-    elif isinstance(node, n.Ite):
-        yield node.cond
-        yield node.then
-        yield node.other
-    elif isinstance(node, n.NotF):
-        yield node.arg
-    elif isinstance(node, (n.AndF, n.OrF)):
-        yield from node.args
-    elif isinstance(node, (n.ImpliesF, n.IffF)):
-        yield node.lhs
-        yield node.rhs
-    elif isinstance(node, n.Compare):
-        yield node.lhs
-        yield node.rhs
 
 
 def iter_vars(node: object) -> Iterator[Var]:
@@ -41,14 +22,30 @@ def iter_vars(node: object) -> Iterator[Var]:
         if id(cur) in seen:
             continue
         seen.add(id(cur))
-        stack.extend(children(cur))
+        stack.extend(cur.children())  # type: ignore[attr-defined]
 
 
 def has_ite(node: object) -> bool:
     stack = [node]
+    seen: set[int] = set()
     while stack:
         cur = stack.pop()
         if isinstance(cur, n.Ite):
             return True
-        stack.extend(children(cur))
+        if id(cur) not in seen:
+            seen.add(id(cur))
+            stack.extend(cur.children())  # type: ignore[attr-defined]
     return False
+
+
+def conjuncts(f: "n.Formula") -> list["n.Formula"]:
+    """The top-level conjuncts of a formula (nested conjunctions flattened, `true` dropped)."""
+    out: list[n.Formula] = []
+    stack = [f]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, n.AndF):
+            stack.extend(reversed(cur.args))
+        elif not (isinstance(cur, n.BoolConst) and cur.value):
+            out.append(cur)
+    return out

@@ -82,5 +82,5 @@ class MappingPredictor:
             if isinstance(e, str):
                 out.append(Prediction(None, e))
                 continue
-            out.append(Prediction(float(inverse_throughput(self.mapping, e, self.r_max))))
+            out.append(Prediction(float(inverse_throughput(self.mapping, e, r_max=self.r_max))))
         return out

@@ -35,19 +35,18 @@ from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.encodings.experiments import free_experiment
 from pmsolve.encodings.mappings import fixed_mapping
 from pmsolve.encodings.relate import differ, relate_throughput, separation
+from pmsolve.encodings.symmetry import lex_geq
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.infer.cegis.encode import observation_bounds
 from pmsolve.infer.cegis.screen import Screen, count_experiments
 from pmsolve.infer.cegis.store import MeasurementStore, as_fraction
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import (
-    TRUE,
     And,
     Bool,
     BoolVar,
     Formula,
     Iff,
-    Implies,
     Int,
     Ne,
     Not,
@@ -223,24 +222,10 @@ def compact(m: PortMapping) -> str:
     return " ".join(f"{i}→" + "+".join(uop(u) for u in m.uops_of(i)) for i in m.instructions)
 
 
-def _lex_geq(xs: Sequence[Formula], ys: Sequence[Formula], tag: str) -> list[Formula]:
-    """xs ≥_lex ys over booleans (true > false), with prefix-equality auxiliaries."""
-    out: list[Formula] = []
-    eq_prev: Formula = TRUE
-    for r, (x, y) in enumerate(zip(xs, ys)):
-        out.append(Implies(eq_prev, Implies(y, x)))
-        if r + 1 < len(xs):
-            e = Bool(f"{tag}.eq{r}")
-            out.append(Implies(And(eq_prev, Iff(x, y)), e))
-            out.append(Implies(e, And(eq_prev, Iff(x, y))))
-            eq_prev = e
-    return out
-
-
 def _explains(m: PortMapping, obs: Sequence[tuple[Experiment, Fraction]], r_max: Fraction | None,
               eps: Fraction | None) -> str | None:
     for e, t_e in obs:
-        t = inverse_throughput(m, e, r_max)
+        t = inverse_throughput(m, e, r_max=r_max)
         if not (t == t_e if not eps else abs(t - t_e) < eps * e.size):
             return f"{e}: the mapping gives {t}, measured {t_e}"
     return None
@@ -289,8 +274,8 @@ class Cegis:
         self.stats: dict[str, Any] = {"solver_checks": 0, "find_mapping_s": 0.0, "find_other_s": 0.0,
                                       "screen_s": 0.0, "equivalents": 0, "max_size": 0}
         self.option_constraints = self._option_constraints()
-        probe, _ = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
-                                            epsilon=self.eps, r_max=self.r_max)
+        probe = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
+                                         epsilon=self.eps, r_max=self.r_max).problem
         self.session = open_session(o.backend, problem=probe, timeout=o.timeout,
                                     options=dict(o.solver_options or {}))
         self.backend = self.session.backend.name
@@ -348,7 +333,7 @@ class Cegis:
         if ports_symmetric:
             cols = [[mv.port(i, p, r) for i, r in rows] for p in sp.ports]
             for k in range(len(cols) - 1):
-                out += _lex_geq(cols[k], cols[k + 1], f"sym.col{k}")
+                out += lex_geq(cols[k], cols[k + 1], f"sym.col{k}")
         rows_symmetric = (sp.kind == "fixed-counts" and not o.shared_uops and o.constraints is None
                           and not any(not isinstance(v, int) and len(set(v)) > 1
                                       for v in (o.port_set_sizes or {}).values()))
@@ -357,7 +342,7 @@ class Cegis:
                 for r in range(1, mv.uops(i)):
                     a = [mv.port(i, p, r) for p in sp.ports]
                     b = [mv.port(i, p, r + 1) for p in sp.ports]
-                    out += _lex_geq(a, b, f"sym.row[{i}.{r}]")
+                    out += lex_geq(a, b, f"sym.row[{i}.{r}]")
         return out
 
     # ----- measurements
@@ -462,7 +447,7 @@ class Cegis:
         if not res.feasible:
             raise SolverError(f"distinguishing experiment: {res.backend} gave no answer ({res.reason})")
         e = e_free.decode(res.model)
-        if not _apart(inverse_throughput(m1, e, self.r_max), inverse_throughput(m2, e, self.r_max), e, self.eps):
+        if not _apart(inverse_throughput(m1, e, r_max=self.r_max), inverse_throughput(m2, e, r_max=self.r_max), e, self.eps):
             raise SolverError(f"{res.backend} returned {e}, which does not separate the two mappings")
         return e
 
@@ -494,7 +479,7 @@ class Cegis:
             if row is not None:
                 e = screen.experiment(row)
                 against = [(m, mod) for m, mod in others
-                           if _apart(inverse_throughput(m1, e, self.r_max), inverse_throughput(m, e, self.r_max), e, self.eps)]
+                           if _apart(inverse_throughput(m1, e, r_max=self.r_max), inverse_throughput(m, e, r_max=self.r_max), e, self.eps)]
                 if not against:  # float screening disagreed with the exact formula: use the solver
                     row = None
                 else:
@@ -549,7 +534,7 @@ class Cegis:
             e = e_free.decode(res.model)
         finally:
             self.session.pop()
-        if not _apart(inverse_throughput(m1, e, self.r_max), inverse_throughput(m2, e, self.r_max), e, self.eps):
+        if not _apart(inverse_throughput(m1, e, r_max=self.r_max), inverse_throughput(m2, e, r_max=self.r_max), e, self.eps):
             raise SolverError(f"{self.backend} returned {e}, which does not separate m1 and m2")
         return m2, e, res.model
 
@@ -658,7 +643,7 @@ class Cegis:
                 raise SolverError(f"internal error: experiment {e} was already measured")
             (t,) = self._measure([e])
             self._observe(e, t)
-            pred = [(m, mod, inverse_throughput(m, e, self.r_max)) for m, mod in [(m1, model)] + against]
+            pred = [(m, mod, inverse_throughput(m, e, r_max=self.r_max)) for m, mod in [(m1, model)] + against]
             out = tuple((m, tp) for m, _, tp in pred if _explains(m, [(e, t)], self.r_max, self.eps))
             alive = [(m, mod) for m, mod, _ in pred if not _explains(m, [(e, t)], self.r_max, self.eps)]
             kept = alive[0][0] if alive else None
