@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -136,32 +137,42 @@ def test_subsumption_allows_rotation_and_extra_instructions(universe):
         assert Coverage(universe, [ab1]).covers(0, c2) is want
 
 
-@settings(max_examples=12, deadline=None)
-@given(st.integers(0, 10 ** 6))
-def test_fast_coverage_agrees_with_the_sat_encoding(universe, seed):
-    rng = random.Random(seed)
-    smp = Sampler(universe)
-    c1 = smp.sample(AbstractBlock.top(rng.randint(1, 3)), rng)
-    ab = beta(universe, c1)
-    for _ in range(rng.randint(0, 25)):
-        exps = expansions(ab)
-        if exps:
-            ab = exps[rng.randrange(len(exps))].apply(ab)
-    cov = Coverage(universe, [ab])
-    for _ in range(4):
-        c2 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
-        assert cov.covers(0, c2) == subsumes(universe, ab, beta(universe, c2))
-    for _ in range(3):  # abstract vs abstract: search + SAT == SAT alone
-        c3 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
-        b3 = beta(universe, c3)
-        for _ in range(rng.randint(0, 10)):
-            exps = expansions(b3)
-            if exps:
-                b3 = exps[rng.randrange(len(exps))].apply(b3)
-        assert subsumes(universe, ab, b3) == sat_only(universe, ab, b3)
-        assert subsumes(universe, b3, ab) == sat_only(universe, b3, ab)
-    # a block subsumes itself, and a generalisation subsumes what it generalises
-    assert subsumes(universe, ab, beta(universe, c1)) and cov.covers(0, c1)
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10 ** 6), st.sampled_from(H.PERTURBATIONS))
+def test_coverage_and_subsumption_agree_with_brute_force_on_concrete_blocks(universe, seed, perturb):
+    """Def. 8.7 against a concrete block: the fast coverage search and subsumes() (search + SAT)
+    both equal the literal enumeration of anica_helpers.brute_subsumes."""
+    c2, a1, _ = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=False)
+    want = H.brute_subsumes(universe, a1, beta(universe, c2))
+    assert Coverage(universe, [a1]).covers(0, c2) is want
+    assert subsumes(universe, a1, beta(universe, c2)) is want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10 ** 6), st.sampled_from(H.PERTURBATIONS))
+def test_subsumption_agrees_with_brute_force_on_abstract_blocks(universe, seed, perturb):
+    """Def. 8.7 between abstract blocks, both ways round: search + SAT and SAT alone equal the
+    literal enumeration."""
+    _, a1, a2 = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=True)
+    for x, y in ((a1, a2), (a2, a1)):
+        want = H.brute_subsumes(universe, x, y)
+        assert subsumes(universe, x, y) is want and sat_only(universe, x, y) is want
+
+
+def test_subsumption_pairs_exercise_every_condition(universe):
+    """The pairs the two tests above draw: about half subsume, and C2 (narrowed instruction), C3
+    (contradicted or added aliasing) and C4 (reordered instructions) each decide many of the rest."""
+    decided: Counter = Counter()
+    for seed in range(300):
+        perturb = H.PERTURBATIONS[seed % len(H.PERTURBATIONS)]
+        _, a1, a2 = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=seed % 2 == 0)
+        yes = H.brute_subsumes(universe, a1, a2)
+        decided["subsume"] += yes
+        if not yes:
+            decided["C4" if H.brute_subsumes(universe, a1, a2, rotation=False) else perturb] += 1
+    assert 100 <= decided["subsume"] <= 200, decided
+    assert decided["C4"] >= 30 and decided["narrow"] >= 30, decided
+    assert decided["flip-alias"] + decided["add-alias"] >= 30, decided
 
 
 # --------------------------------------------------------------------------- interestingness
