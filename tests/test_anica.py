@@ -309,3 +309,47 @@ def test_cli_discover_report_generalize(tmp_path, capsys):
     gen = json.loads(capsys.readouterr().out)
     assert gen["results"][0]["describe"][0].startswith("1. mnemonic: bs")
     assert main(["anica", "discover", str(tmp_path / "missing.toml"), "-o", str(out)]) == 2
+
+
+# --------------------------------------------------------------------------- kill -9
+
+PREDICTOR = "anica_helpers:MappingPredictor.predict"
+#: two planted differences (bit scans predicted slower by a, imul crashing b), so the campaign
+#: finds several discoveries; ended by a sample budget (deterministic, unlike a time budget)
+KILL_CONFIG = ('seed = 2\nworkers = 1\n[predictors]\na = "factory:anica_helpers:slow_bsf"\n'
+               'b = "factory:anica_helpers:crashy"\n[isa]\nuops = "none"\nfilter = "name=*_r64_r64"\n'
+               'filter_unsupported = false\n[generalization]\nsamples = 8\norders = 1\n[budget]\nsamples = 80\n')
+
+
+def _outcome(folder) -> dict:
+    """A campaign's state without what depends on timing or on cached predictions."""
+    doc = json.loads((folder / "state.json").read_text())
+    for key in ("elapsed", "predicted"):
+        doc.pop(key)
+    return doc
+
+
+@pytest.mark.parametrize("kill_at", [30, 120, 289])   # after 1 discovery, after 3, in the last batch
+def test_sigkill_then_resume_gives_the_uninterrupted_discoveries(tmp_path, monkeypatch, capsys, kill_at):
+    """`pmsolve anica discover` SIGKILLed inside its kill_at-th predictor call (answers computed, not
+    handed back), then rerun: the same discoveries, trees, counters and report as a campaign that
+    was never interrupted."""
+    import sigkill
+    from pmsolve.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(KILL_CONFIG)
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    assert main(["anica", "discover", str(cfg), "-o", str(whole), "--quiet", "--json"]) == 0
+    reference = _outcome(whole)
+    assert len(reference["discoveries"]) >= 3 and reference["finished"]
+    sigkill.run_killed(PREDICTOR, kill_at, tmp_path / "log.txt", ["anica", "discover", str(cfg), "-o", str(out),
+                                                                  "--quiet", "--json"])
+    killed = load_state(out)
+    assert not killed.finished and killed.discoveries and not (out / "report.json").exists()
+    assert len(killed.discoveries) <= len(reference["discoveries"])
+    capsys.readouterr()
+    assert main(["anica", "discover", str(cfg), "-o", str(out), "--quiet", "--json"]) == 0
+    assert _outcome(out) == reference
+    report = json.loads((out / "report.json").read_text())
+    assert report["discoveries"] == json.loads((whole / "report.json").read_text())["discoveries"]
