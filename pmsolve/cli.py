@@ -18,6 +18,7 @@ from typing import Sequence
 from pmsolve import __version__
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.fileio import atomic_write_text, check_output_path
 from pmsolve.formats import (MAPPING_FORMATS, load_experiments, load_mapping, load_measurements,
                              save_mapping)
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
@@ -43,6 +44,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 # --------------------------------------------------------------------------- convert
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    check_output_path(args.out)
     mapping = load_mapping(args.input)
     save_mapping(mapping, args.out, args.to, arch_name=args.arch_name)
     print(f"wrote {args.out}: {len(mapping.instructions)} instructions, {len(mapping.ports)} ports, "
@@ -142,6 +144,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         return 0
     if not (args.mapping and args.experiment):
         raise ValidationError("give --export DIR, or --mapping FILE and --experiment 'insn:count,...'")
+    if args.out:
+        check_output_path(args.out)
     from pmsolve.encodings.lp import throughput_lp
     from pmsolve.encodings.relate import relate_throughput
 
@@ -155,8 +159,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         problem.name = f"relateThroughput (Def. 4.5) of {exp}"
     text = to_lp_format(problem) if args.format == "lp" else to_smtlib2(problem)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        atomic_write_text(args.out, text)
         print(f"wrote {args.out}")
     else:
         sys.stdout.write(text)
@@ -186,6 +189,8 @@ def _memory_role(insn: str) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     from pmsolve.throughput import bottleneck, inverse_throughput
 
+    if args.out:
+        check_output_path(args.out)
     mapping = example_mapping()
     print("Bundled example: the blocking instructions of AMD Zen+ as inferred in the dissertation "
           "(Table 6.2), ports renamed like the documentation.\n")
@@ -219,6 +224,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_infer_main(args: argparse.Namespace) -> int:
     from pmsolve.harness.campaign import DEFAULT_SCHEMES, JobConfig, render, run
 
+    if args.out:
+        check_output_path(args.out)
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes else DEFAULT_SCHEMES
     config = JobConfig(schemes=tuple(schemes), ports=args.ports, held_out=args.held_out, seed=args.seed,
                        population=args.population, generations=args.generations, workers=args.workers,
@@ -239,6 +246,8 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     from pmsolve.harness import open_oracle
     from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
 
+    if args.out:
+        check_output_path(args.out)
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
     given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight", "init_uops")
@@ -297,6 +306,10 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
     if args.ports < 1:
         raise ValidationError(f"--ports must be at least 1, got {args.ports}")
     state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
+    if args.out:
+        check_output_path(args.out)
+    if state:
+        check_output_path(state, "state file")
     options = CegisOptions(kind=args.kind, uops_per_insn=_cegis_uops(args.uops, oracle, args.kind),
                            max_count=args.max_count, epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
                            r_max=Fraction(args.r_max).limit_denominator(10**6) if args.r_max else None,

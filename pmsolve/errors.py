@@ -22,3 +22,8 @@ class UnknownNameError(ValidationError, KeyError):
 
 class SolverError(PmsolveError, RuntimeError):
     """A solver backend is missing, cannot handle a problem, or failed."""
+
+
+class OutputError(PmsolveError):
+    """An output path cannot be written safely: a directory or socket is there, its directory is
+    missing or not writable, or the write failed (:mod:`pmsolve.fileio`)."""

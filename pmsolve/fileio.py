@@ -1,35 +1,174 @@
-"""Crash-safe file writes: a file is always either its old or its new version, never half
-written, so an interrupted run never loses a checkpoint, state file or output."""
+"""Safe output files: never half written, never clobbering what is at the path.
+
+The rules of every write here (:func:`atomic_write_bytes`, :func:`atomic_write_text`), which
+:func:`check_output_path` applies before any work starts (so a bad ``-o`` fails at once, in
+one line, instead of after a long run):
+
+* a **regular file**, or a path where nothing exists yet, is written **atomically**: a
+  temporary file in the same directory, fsync, then rename over the target. The file is
+  always either its old or its new version, so an interrupted (even SIGKILLed) run never
+  loses a checkpoint, state file or output;
+* a **symbolic link is followed**: its target is written atomically and the link stays a
+  link (a dangling link creates its target);
+* a **character or block device or a FIFO** (``-o /dev/null``, ``-o /dev/stdout`` on a
+  terminal or pipe, a named pipe) is opened for writing and **written directly**: no
+  temporary file, no rename, so the device stays a device (as root, a rename would replace
+  ``/dev/null`` with a regular file). A FIFO blocks until a reader opens it, as in a shell;
+* a **new file gets the umask's mode** (0666 & ~umask, the kernel applies it), like any
+  program's output; a replaced regular file keeps its mode;
+* anything else is **refused with one line** (:class:`~pmsolve.errors.OutputError`): a
+  directory or socket at the path, a missing or unwritable directory, an existing file
+  that is not writable, a symlink loop.
+
+Replacing a regular file gives it a new inode: other hard links to it keep the old content.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 
+from pmsolve.errors import OutputError
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over the target."""
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _describe(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file, device or FIFO"
+
+
+def _inspect(path: Path, what: str) -> tuple[str, Path, os.stat_result | None]:
+    """(kind, where to write, stat of what is there): kind is 'new', 'regular' or 'stream'
+    (device or FIFO); any other kind is refused."""
+    try:
+        st: os.stat_result | None = os.stat(path)  # follows symlinks (and /proc's magic links)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
+    if st is None:
+        return "new", Path(os.path.realpath(path)), None  # a dangling symlink: create its target
+    if stat.S_ISREG(st.st_mode):
+        target = Path(os.path.realpath(path))
+        # /dev/stdout redirected to a deleted file resolves to a name that does not exist: write through it
+        return ("regular", target, st) if target.exists() else ("stream", path, st)
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return "stream", path, st
+    raise OutputError(f"{what} {path}: is {_describe(st.st_mode)}; give the path of a file to write")
+
+
+def _writable_dir(folder: Path, path: Path, what: str, make_parents: bool) -> None:
+    probe = folder
+    if make_parents:  # the nearest existing ancestor must be a directory we may create entries in
+        while not os.path.lexists(probe) and probe.parent != probe:
+            probe = probe.parent
+    if not probe.exists():
+        raise OutputError(f"{what} {path}: directory {folder} does not exist")
+    if not probe.is_dir():
+        raise OutputError(f"{what} {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputError(f"{what} {path}: directory {probe} is not writable")
+
+
+def check_output_path(path: str | Path, what: str = "output file", *, make_parents: bool = False) -> Path:
+    """Check, before any work starts, that ``path`` can be written under the rules above.
+
+    Refuses (:class:`~pmsolve.errors.OutputError`, one line naming ``what`` and the path) a
+    directory, socket or symlink loop at the path, an existing file or device that is not
+    writable, and a directory that is missing or not writable. ``make_parents`` accepts a
+    missing directory when its nearest existing ancestor is a writable directory (the write
+    creates it). Nothing is created or modified. Returns ``path`` as a :class:`~pathlib.Path`.
+
+    Commands call it for every output (``-o``, state and checkpoint files) right after
+    parsing their arguments::
+
+        check_output_path(args.out)
+        check_output_path(state, "state file")
+    """
+    if not str(path).strip():
+        raise OutputError(f"{what}: empty path")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    kind, target, _ = _inspect(path, what)
+    if kind == "new":
+        _writable_dir(target.parent, path, what, make_parents)
+    elif not os.access(path, os.W_OK):
+        raise OutputError(f"{what} {path}: not writable")
+    elif kind == "regular":
+        _writable_dir(target.parent, path, what, False)  # the rename needs the directory
+    return path
+
+
+def _write_atomically(target: Path, data: bytes, old: os.stat_result | None) -> None:
+    folder = target.parent
+    stem = target.name[:200]
+    while True:
+        tmp = folder / f".{stem}.{secrets.token_hex(4)}.tmp"
+        try:  # mode 0666: the kernel applies the umask (mkstemp would give 0600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
+            if old is not None:  # a replaced file keeps its mode (and, as root, its owner)
+                os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+                    os.fchown(f.fileno(), old.st_uid, old.st_gid)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+    try:  # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY | _O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def _write_directly(path: Path, data: bytes, truncate: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | _O_CLOEXEC | (os.O_TRUNC if truncate else 0))
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, what: str = "output file") -> None:
+    """Write ``data`` to ``path`` under the module's rules: atomically for a regular or new
+    file (through a symlink to its target), directly for a device or FIFO, refusing anything
+    else. Missing parent directories are created. Failures are one-line
+    :class:`~pmsolve.errors.OutputError`\\ s."""
+    path = Path(path)
+    check_output_path(path, what, make_parents=True)
+    kind, target, st = _inspect(path, what)
+    try:
+        if kind == "stream":
+            _write_directly(path, data, truncate=st is not None and stat.S_ISREG(st.st_mode))
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(target, data, st)
+    except OSError as exc:
+        raise OutputError(f"{what} {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def atomic_write_text(path: str | Path, text: str, what: str = "output file") -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), what)
 
 
 def read_state(path: str | Path, fmt: str, what: str) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -136,32 +137,42 @@ def test_subsumption_allows_rotation_and_extra_instructions(universe):
         assert Coverage(universe, [ab1]).covers(0, c2) is want
 
 
-@settings(max_examples=12, deadline=None)
-@given(st.integers(0, 10 ** 6))
-def test_fast_coverage_agrees_with_the_sat_encoding(universe, seed):
-    rng = random.Random(seed)
-    smp = Sampler(universe)
-    c1 = smp.sample(AbstractBlock.top(rng.randint(1, 3)), rng)
-    ab = beta(universe, c1)
-    for _ in range(rng.randint(0, 25)):
-        exps = expansions(ab)
-        if exps:
-            ab = exps[rng.randrange(len(exps))].apply(ab)
-    cov = Coverage(universe, [ab])
-    for _ in range(4):
-        c2 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
-        assert cov.covers(0, c2) == subsumes(universe, ab, beta(universe, c2))
-    for _ in range(3):  # abstract vs abstract: search + SAT == SAT alone
-        c3 = smp.sample(AbstractBlock.top(rng.randint(1, 4)), rng)
-        b3 = beta(universe, c3)
-        for _ in range(rng.randint(0, 10)):
-            exps = expansions(b3)
-            if exps:
-                b3 = exps[rng.randrange(len(exps))].apply(b3)
-        assert subsumes(universe, ab, b3) == sat_only(universe, ab, b3)
-        assert subsumes(universe, b3, ab) == sat_only(universe, b3, ab)
-    # a block subsumes itself, and a generalisation subsumes what it generalises
-    assert subsumes(universe, ab, beta(universe, c1)) and cov.covers(0, c1)
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10 ** 6), st.sampled_from(H.PERTURBATIONS))
+def test_coverage_and_subsumption_agree_with_brute_force_on_concrete_blocks(universe, seed, perturb):
+    """Def. 8.7 against a concrete block: the fast coverage search and subsumes() (search + SAT)
+    both equal the literal enumeration of anica_helpers.brute_subsumes."""
+    c2, a1, _ = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=False)
+    want = H.brute_subsumes(universe, a1, beta(universe, c2))
+    assert Coverage(universe, [a1]).covers(0, c2) is want
+    assert subsumes(universe, a1, beta(universe, c2)) is want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10 ** 6), st.sampled_from(H.PERTURBATIONS))
+def test_subsumption_agrees_with_brute_force_on_abstract_blocks(universe, seed, perturb):
+    """Def. 8.7 between abstract blocks, both ways round: search + SAT and SAT alone equal the
+    literal enumeration."""
+    _, a1, a2 = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=True)
+    for x, y in ((a1, a2), (a2, a1)):
+        want = H.brute_subsumes(universe, x, y)
+        assert subsumes(universe, x, y) is want and sat_only(universe, x, y) is want
+
+
+def test_subsumption_pairs_exercise_every_condition(universe):
+    """The pairs the two tests above draw: about half subsume, and C2 (narrowed instruction), C3
+    (contradicted or added aliasing) and C4 (reordered instructions) each decide many of the rest."""
+    decided: Counter = Counter()
+    for seed in range(300):
+        perturb = H.PERTURBATIONS[seed % len(H.PERTURBATIONS)]
+        _, a1, a2 = H.subsumption_pair(universe, random.Random(seed), perturb, expand_a2=seed % 2 == 0)
+        yes = H.brute_subsumes(universe, a1, a2)
+        decided["subsume"] += yes
+        if not yes:
+            decided["C4" if H.brute_subsumes(universe, a1, a2, rotation=False) else perturb] += 1
+    assert 100 <= decided["subsume"] <= 200, decided
+    assert decided["C4"] >= 30 and decided["narrow"] >= 30, decided
+    assert decided["flip-alias"] + decided["add-alias"] >= 30, decided
 
 
 # --------------------------------------------------------------------------- interestingness
@@ -298,3 +309,47 @@ def test_cli_discover_report_generalize(tmp_path, capsys):
     gen = json.loads(capsys.readouterr().out)
     assert gen["results"][0]["describe"][0].startswith("1. mnemonic: bs")
     assert main(["anica", "discover", str(tmp_path / "missing.toml"), "-o", str(out)]) == 2
+
+
+# --------------------------------------------------------------------------- kill -9
+
+PREDICTOR = "anica_helpers:MappingPredictor.predict"
+#: two planted differences (bit scans predicted slower by a, imul crashing b), so the campaign
+#: finds several discoveries; ended by a sample budget (deterministic, unlike a time budget)
+KILL_CONFIG = ('seed = 2\nworkers = 1\n[predictors]\na = "factory:anica_helpers:slow_bsf"\n'
+               'b = "factory:anica_helpers:crashy"\n[isa]\nuops = "none"\nfilter = "name=*_r64_r64"\n'
+               'filter_unsupported = false\n[generalization]\nsamples = 8\norders = 1\n[budget]\nsamples = 80\n')
+
+
+def _outcome(folder) -> dict:
+    """A campaign's state without what depends on timing or on cached predictions."""
+    doc = json.loads((folder / "state.json").read_text())
+    for key in ("elapsed", "predicted"):
+        doc.pop(key)
+    return doc
+
+
+@pytest.mark.parametrize("kill_at", [30, 120, 289])   # after 1 discovery, after 3, in the last batch
+def test_sigkill_then_resume_gives_the_uninterrupted_discoveries(tmp_path, monkeypatch, capsys, kill_at):
+    """`pmsolve anica discover` SIGKILLed inside its kill_at-th predictor call (answers computed, not
+    handed back), then rerun: the same discoveries, trees, counters and report as a campaign that
+    was never interrupted."""
+    import sigkill
+    from pmsolve.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(KILL_CONFIG)
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    assert main(["anica", "discover", str(cfg), "-o", str(whole), "--quiet", "--json"]) == 0
+    reference = _outcome(whole)
+    assert len(reference["discoveries"]) >= 3 and reference["finished"]
+    sigkill.run_killed(PREDICTOR, kill_at, tmp_path / "log.txt", ["anica", "discover", str(cfg), "-o", str(out),
+                                                                  "--quiet", "--json"])
+    killed = load_state(out)
+    assert not killed.finished and killed.discoveries and not (out / "report.json").exists()
+    assert len(killed.discoveries) <= len(reference["discoveries"])
+    capsys.readouterr()
+    assert main(["anica", "discover", str(cfg), "-o", str(out), "--quiet", "--json"]) == 0
+    assert _outcome(out) == reference
+    report = json.loads((out / "report.json").read_text())
+    assert report["discoveries"] == json.loads((whole / "report.json").read_text())["discoveries"]

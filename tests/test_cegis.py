@@ -196,18 +196,37 @@ def test_bad_options_are_refused():
 
 # --------------------------------------------------------------------------- resume
 
+def _rows(measurements) -> list[tuple[dict, Fraction]]:
+    return [(dict(e.items()), Fraction(t)) for e, t in measurements]
+
+
+def _why(result) -> list[tuple]:
+    """Each counterexample's witness: what it measured and which candidates it ruled out."""
+    return [(w.experiment, w.measured, w.ruled_out) for w in result.witnesses]
+
+
 def test_interrupted_run_resumes_without_remeasuring(tmp_path):
+    """Interrupted before each measurement batch after the first: the state holds exactly what
+    was measured (in order), and the resumed run measures exactly the rest, once, and reports
+    the same mapping, measurements and witnesses as an uninterrupted run."""
     truth = truth_2l(3, 5, 3)
-    state = tmp_path / "run.state.json"
     full = infer(SimulatedOracle(truth), 3)
-    with pytest.raises(KeyboardInterrupt):
-        infer(InterruptingOracle(truth, limit=len(full.measurements) - 2), 3, state=str(state))
-    saved = json.loads(state.read_text())["measurements"]
-    assert len(saved) == len(full.measurements) - 2 or len(saved) >= len(truth.instructions)
-    oracle = SimulatedOracle(truth)
-    res = infer(oracle, 3, state=str(state))
-    assert res.status == "inferred" and agrees(truth, res.mapping)[1] == 0
-    assert oracle.queries == len(res.measurements) - len(saved)  # stored ones were not re-measured
+    n = len(full.measurements)
+    assert n > len(truth.instructions) + 1                # singletons, then ≥ 2 counterexamples
+    for limit in range(len(truth.instructions), n):
+        state = tmp_path / f"run{limit}.state.json"
+        stopped = InterruptingOracle(truth, limit=limit)
+        with pytest.raises(KeyboardInterrupt):
+            infer(stopped, 3, state=str(state))
+        assert stopped.queries == limit                   # one batch of singletons, then one at a time
+        saved = [(row["experiment"], Fraction(row["cycles"]).limit_denominator(10**6))
+                 for row in json.loads(state.read_text())["measurements"]]
+        assert saved == _rows(full.measurements[:limit])  # everything measured, nothing else
+        oracle = SimulatedOracle(truth)
+        res = infer(oracle, 3, state=str(state))
+        assert res.status == "inferred" and res.mapping == full.mapping
+        assert _rows(res.measurements) == _rows(full.measurements) and _why(res) == _why(full)
+        assert oracle.queries == n - limit                # stored ones were not re-measured
     again = SimulatedOracle(truth)
     assert infer(again, 3, state=str(state)).status == "inferred" and again.queries == 0
     with pytest.raises(ValidationError):

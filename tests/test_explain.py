@@ -283,3 +283,70 @@ def test_characterisation_options_rerun_only_that_stage(tmp_path):
     k_uops = Counting(truth, r_max=4, uop_counter=True)
     res = explain(k_uops, ExplainOptions(ports=5, k_rule="uops"), state=state)
     assert 0 < k_uops.asked and same_up_to_renaming(truth, res.mapping)
+
+
+# ----------------------------------------------------------------------------- kill -9
+
+ORACLE = "pmsolve.harness.simulated:SimulatedOracle.measure"
+
+
+def _stored(state: Path) -> set[str]:
+    """Every measurement the state files hold: the explain state and CEGIS's for the blocking stage."""
+    out: set[str] = set()
+    if state.exists():
+        out |= {str(Experiment(c)) for c, _ in json.loads(state.read_text())["measurements"]}
+    for cegis in state.parent.glob(state.name + ".cegis*.json"):
+        out |= {str(Experiment(r["experiment"])) for r in json.loads(cegis.read_text())["measurements"]}
+    return out
+
+
+def _result(path: Path, cegis_witnesses: bool = True) -> dict:
+    """The written mapping and explanation without timing (and, if asked, without the CEGIS
+    experiments that witness the blocking instructions' port sets, and their number)."""
+    doc = json.loads(path.read_text())
+    doc["explanation"].pop("stats")
+    if not cegis_witnesses:
+        for key in ("proof", "added_experiments"):        # "… explains the 10 measurements"
+            doc["explanation"]["blocking"].pop(key)
+        for x in doc["explanation"]["schemes"].values():
+            for u in x.get("uops", []):
+                u["witnesses"] = [w for w in u["witnesses"] if w["kind"] != "cegis"]
+    return doc
+
+
+# kill points: the 4th batch (the peak stage), the 17th (CEGIS on the blocking instructions), the
+# 23rd (characterisation run 2 of 3). A CEGIS run resumed mid-way does not retrace the uninterrupted
+# one: the candidate that survived the last measurement and the solver's incremental state are not
+# in its state file, so it may pick other (equally valid) counterexamples. Its result is the same
+# mapping; which CEGIS experiments witness the blocking instructions may differ.
+@pytest.mark.parametrize("kill_at,retraces", [(4, True), (17, False), (23, True)])
+def test_sigkill_then_rerun_resumes_to_the_same_result(tmp_path, monkeypatch, capsys, kill_at, retraces):
+    """`pmsolve infer explain` SIGKILLed in its kill_at-th measurement batch (answers computed, not
+    handed back): the rerun measures nothing a state file holds, nothing twice, and writes the
+    mapping and explanation of an uninterrupted run (outside CEGIS: measuring exactly what is
+    missing)."""
+    import sigkill
+
+    from pmsolve.formats import save_mapping
+
+    save_mapping(synthetic(0), tmp_path / "t.json")
+    argv = ["infer", "explain", "--oracle", f"simulated:{tmp_path / 't.json'}?r_max=4&uops=1", "--ports", "5",
+            "--runs", "3", "--quiet", "-o"]
+    whole = sigkill.recording(monkeypatch, ORACLE)
+    assert main(argv + [str(tmp_path / "whole.json")]) == 0
+    assert len(whole) == len(set(whole))                     # every experiment measured once
+    out, state = tmp_path / "out.json", tmp_path / "out.json.explain-state.json"
+    sigkill.run_killed(ORACLE, kill_at, tmp_path / "log.txt", argv + [str(out)])
+    assert not out.exists()
+    killed = (tmp_path / "log.txt").read_text().splitlines()
+    stored = _stored(state)
+    assert stored and stored < set(killed)                   # some work is kept, the batch in flight is not
+    monkeypatch.undo()
+    rerun = sigkill.recording(monkeypatch, ORACLE)
+    assert main(argv + [str(out)]) == 0
+    capsys.readouterr()
+    assert len(rerun) == len(set(rerun)) and not stored & set(rerun)
+    if retraces:
+        assert sorted(rerun) == sorted(set(whole) - stored)  # exactly the missing ones
+    assert load_mapping(out) == load_mapping(tmp_path / "whole.json")
+    assert _result(out, retraces) == _result(tmp_path / "whole.json", retraces)

@@ -217,6 +217,14 @@ def test_cli_infer_pmevo(tmp_path, capsys):
     assert "congruence classes" in text and f"wrote {out}" in text
     inferred = load_mapping(out)
     assert set(inferred.instructions) == set(TRUTH.instructions)
+    # the written mapping reproduces what PMEvo was trained on (singletons, pairs, ratio pairs)
+    # and predicts unseen 5-instruction experiments within 5 % (e.g. div's 2 µops written as 1 miss by 50 %)
+    single = dict(zip(TRUTH.instructions, SimulatedOracle(TRUTH).measure(
+        [Experiment({i: 1}) for i in TRUTH.instructions])))
+    for exps, bound in ((generate(list(TRUTH.instructions), single), 0.05), (random_experiments(TRUTH, 200), 0.05)):
+        truth_tp, got = evaluate_many(TRUTH, exps), evaluate_many(inferred, exps)
+        worst = int(np.argmax(abs(got - truth_tp) / truth_tp))
+        assert abs(got[worst] - truth_tp[worst]) / truth_tp[worst] <= bound, (exps[worst], got[worst], truth_tp[worst])
     rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
                "--generations", "2", "--json", "--quiet"])
     assert rc == 0 and '"d_avg"' in capsys.readouterr().out

@@ -8,15 +8,14 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pmsolve.harness import RecordedOracle, SimulatedOracle
-from pmsolve.harness.store import (MeasurementStore, StoredOracle, canonical_experiment, machine_fingerprint,
-                                   parse_experiment)
+from pmsolve.harness.store import (MeasurementStore, StoredOracle, canonical_experiment, machine_description,
+                                   machine_fingerprint, parse_experiment)
 from pmsolve.model import Experiment, PortMapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +27,23 @@ def test_canonical_keys():
     assert canonical_experiment(e) == "a:1;b:2" == canonical_experiment(Experiment({"a": 1, "b": 2}))
     assert parse_experiment("a:1;b:2") == e
     assert parse_experiment("add_r64_r64:4;imul_r64_r64:1") == Experiment({"add_r64_r64": 4, "imul_r64_r64": 1})
-    assert machine_fingerprint() == machine_fingerprint() and len(machine_fingerprint()) == 16
-    assert machine_fingerprint({"model name": "x"}) != machine_fingerprint({"model name": "y"})
+
+
+def test_machine_fingerprint_follows_the_description_not_its_key_order():
+    desc = machine_description()
+    assert {"arch", "cpus"} <= set(desc)
+    fp = machine_fingerprint(desc)
+    assert machine_fingerprint() == fp and len(fp) == 16 and int(fp, 16) >= 0
+    assert machine_fingerprint(dict(reversed(list(desc.items())))) == fp       # key order is irrelevant
+    seen = {fp}
+    for key, value in desc.items():                          # every part of the description matters
+        changed = machine_fingerprint({**desc, key: f"{value} (other)"})
+        assert changed not in seen, key
+        seen.add(changed)
+    assert machine_fingerprint({k: v for k, v in desc.items() if k != "arch"}) != fp
+    other = {"model name": "AMD EPYC 9R45", "cpu family": "26", "flags": "avx512f fma sse2", "cpus": 2}
+    assert machine_fingerprint(other) == machine_fingerprint(dict(sorted(other.items(), reverse=True)))
+    assert machine_fingerprint(other) != machine_fingerprint({**other, "flags": "fma sse2"})
 
 
 class Counting(SimulatedOracle):
@@ -85,57 +99,62 @@ def test_errors_are_stored_not_retried(tmp_path):
 
 
 CAMPAIGN = textwrap.dedent("""
-    import sys, time
+    import os, signal, sys
     from pmsolve.harness.simulated import SimulatedOracle
     from pmsolve.harness.store import MeasurementStore, StoredOracle
     from pmsolve.model import Experiment, PortMapping
 
     m = PortMapping.two_level(["0", "1", "2"], {"a": ["0"], "b": ["0", "1"], "c": ["2"], "d": ["1", "2"]})
-    log = open(sys.argv[2], "a", buffering=1)
+    db, log_path, where, at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    log = open(log_path, "a", buffering=1)
 
-    class Slow(SimulatedOracle):
-        def measure_iter(self, experiments):        # streams like the hardware oracle
+    class Streaming(SimulatedOracle):
+        def measure_iter(self, experiments):         # streams like the hardware oracle
             for i, e in enumerate(experiments):
-                time.sleep(0.05)                      # a measurement takes a while
                 v = self.measure([e])[0]
                 log.write(str(e) + "\\n")              # this measurement is complete
+                if where == "measured" and self.queries == at:
+                    os.kill(os.getpid(), signal.SIGKILL)   # measured, not yet committed
                 yield i, type("R", (), dict(experiment=e, cycles=v, spread=0.0, noisy=False, attempts=1,
                                             error=None, samples={"s": [v]}, reference=[], ratios=[]))()
+                if where == "committed" and self.queries == at:
+                    os.kill(os.getpid(), signal.SIGKILL)   # resumed by the store after its put() returned
 
     exps = [Experiment({"a": i % 3 + 1, "b": i // 3 + 1, "c": 1}) for i in range(30)]
-    vals = StoredOracle(Slow(m), MeasurementStore(sys.argv[1]), settings={"t": 1}).measure(exps)
+    vals = StoredOracle(Streaming(m), MeasurementStore(db), settings={"t": 1}).measure(exps)
     print(",".join(map(str, vals)))
 """)
+EXPS = [Experiment({"a": i % 3 + 1, "b": i // 3 + 1, "c": 1}) for i in range(30)]
 
 
-def test_sigkill_mid_campaign_then_resume(tmp_path):
-    """Kill a campaign with SIGKILL mid-way; the rerun measures only what is missing."""
+@pytest.mark.parametrize("where,at", [("measured", 1), ("committed", 12), ("measured", 17), ("measured", 30)])
+def test_sigkill_mid_campaign_then_resume(tmp_path, where, at):
+    """SIGKILL at a known point of a streaming campaign: right after the at-th measurement (before
+    its commit) or right after the at-th commit. The store then holds exactly the committed
+    experiments, and the rerun measures exactly the others, once each (the one killed between
+    measurement and commit a second time): the guarantee of pmsolve.harness.store."""
     db, log, script = tmp_path / "m.sqlite", tmp_path / "log.txt", tmp_path / "campaign.py"
     script.write_text(CAMPAIGN)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(script), str(db), str(log)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if log.exists() and len(log.read_text().splitlines()) >= 10:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done_before = log.read_text().splitlines()
-    assert 10 <= len(done_before) < 30, "the campaign must be killed mid-way"
-    stored = sqlite3.connect(db).execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-    assert stored >= len(done_before) - 1                    # at most the one in flight is lost
+    killed = subprocess.run([sys.executable, str(script), str(db), str(log), where, str(at)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    committed = at - 1 if where == "measured" else at
+    assert log.read_text().splitlines() == [str(e) for e in EXPS[:at]]
+    expected = SimulatedOracle(MAPPING).measure(EXPS)
+    rows = MeasurementStore(db).rows()
+    assert [(r.experiment, r.cycles, r.samples) for r in rows] == \
+        [(e, v, {"variants": {"s": [v]}, "reference": [], "ratios": []})
+         for e, v in zip(EXPS[:committed], expected)]                       # exactly the committed ones
 
-    out = subprocess.run([sys.executable, str(script), str(db), str(log)], env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run([sys.executable, str(script), str(db), str(log), "none", "0"], env=env,
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    measured = Counter(log.read_text().splitlines())
-    assert len(measured) == 30                               # nothing lost
-    assert max(measured.values()) == 1, [e for e, n in measured.items() if n > 1]   # nothing measured twice
-    expected = SimulatedOracle(MAPPING).measure(
-        [Experiment({"a": i % 3 + 1, "b": i // 3 + 1, "c": 1}) for i in range(30)])
     assert [float(x) for x in out.stdout.strip().split(",")] == expected
+    measured = log.read_text().splitlines()
+    assert measured[at:] == [str(e) for e in EXPS[committed:]]             # the rerun: exactly the missing ones
+    assert Counter(measured) == Counter({str(e): 1 + (k == at - 1 and where == "measured")
+                                         for k, e in enumerate(EXPS)})
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 30
 
 

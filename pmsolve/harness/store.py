@@ -2,8 +2,18 @@
 
 A row is keyed by (machine fingerprint, harness settings, canonical experiment) and keeps the
 value, spread, noise flag, attempts, error and the raw samples. The database runs in WAL mode
-and every experiment is committed on its own, so a campaign killed at any moment (even with
-SIGKILL) loses at most the experiment in flight, and a rerun measures only what is missing.
+and every experiment is committed on its own.
+
+The guarantee, for a campaign killed at any moment by the death of its process (SIGKILL
+included; not a power loss, which ``synchronous=NORMAL`` does not cover):
+
+* every experiment whose :meth:`MeasurementStore.put` has returned is in the store, with its
+  value and samples (each put is one committed transaction);
+* lost are only the results that were measured but not yet put: for an oracle that streams
+  (``measure_iter``, the hardware oracle) the one experiment between its measurement and its
+  commit; for a batch oracle the rest of the current chunk (at most ``chunk`` experiments);
+* a rerun measures exactly the experiments without a row, once each: nothing stored is
+  measured again, and the lost in-flight results are measured a second time.
 
 >>> store = MeasurementStore("measurements.sqlite")               # doctest: +SKIP
 >>> oracle = StoredOracle(HardwareOracle(), store)                 # doctest: +SKIP

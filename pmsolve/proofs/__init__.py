@@ -3,6 +3,7 @@
     from pmsolve.proofs import CHECKS, run
     verdict = run("thm-5.2")               # the statement itself: must hold
     broken = run("thm-5.2", mutant="facile-pairs")   # a deliberately broken variant: must fail
+    code = run("thm-5.2", mutant="code:facile-pairs")  # pmsolve's bottleneck broken for the run: must fail
 
 Each :class:`Check` carries its statement, the bounded domain, the method (exhaustive
 enumeration with exact arithmetic, LPs through a backend, or SMT over symbolic mappings) and

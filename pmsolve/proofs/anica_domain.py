@@ -5,9 +5,11 @@ all abstract values over them: (1) ⊑ is a partial order, (2) every ascending c
 expansions reaches ⊤ within the lattice height, (3) expansions are strictly ascending,
 (4) finitely many apply, (5) every direct successor (cover) in ⊑ is an expansion,
 (6) expansions are monotone, (7) γ is monotone, (8) β is sound (v ∈ γ(β(v))). The aliasing
-component is checked the same way on every map over three operand pairs. On whole blocks of a
-small real scheme universe, sampled blocks b satisfy b ∈ γ(β(b)) and stay in γ(E(β(b))) for
-random expansion chains E (monotone γ, ascending ⊑).
+component is checked the same way on pmsolve.anica.domain itself (``AbstractBlock.leq``, the
+aliasing expansions, ``contains`` and ``beta``) for every map over the three register pairs of a
+two-instruction block and every concrete aliasing pattern, against eq. 8.14-8.16 written out. On
+whole blocks of a small real scheme universe, sampled blocks b satisfy b ∈ γ(β(b)) and stay in
+γ(E(β(b))) for random expansion chains E (monotone γ, ascending ⊑).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from itertools import combinations, product
 from typing import Any
 
 from pmsolve.anica.features import DEF_NONE, TOP, EditDistance, LogSizes, Singleton, SubsetOrNone
-from pmsolve.proofs.base import Check, Tally, Violation, register
+from pmsolve.proofs.base import Check, Tally, Violation, patched, register
 
 
 class _PaperLogSizes(LogSizes):
@@ -107,40 +109,83 @@ def _check_feature(name: str, dom: Any, avs: list[Any], vals: list[Any], tally: 
     # a ⊑ a' in its domain means a = a' at this feature; the product extends it componentwise.
 
 
+#: the aliasing component is checked on a block of add r64, r64 and mov r64, [m64]: its three
+#: general-purpose register operands give three matching pairs (the memory operand has no partner)
+ALIAS_FORMS = ("add_r64_r64", "mov_r64_m64")
+ALIAS_PAIRS = (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((0, 1), (1, 0)))
+#: register choices (add's destination, add's source, mov's destination): every realisable pattern
+ALIAS_REGS = (("rbx", "rsi", "rdi"), ("rbx", "rbx", "rdi"), ("rbx", "rsi", "rbx"), ("rbx", "rsi", "rsi"),
+              ("rbx", "rbx", "rbx"))
+
+
 def _check_alias(mutant: str | None, tally: Tally) -> None:
-    """Eq. 8.13/8.14/8.17 on every map over three operand pairs (3^3 maps)."""
-    pairs = ["p", "q", "r"]
-    maps = [dict(zip(pairs, vs)) for vs in product(["must", "mustnot", TOP], repeat=3)]
+    """Eq. 8.13-8.17 on pmsolve.anica.domain itself: AbstractBlock.leq (⊑_al), the aliasing
+    expansions of ``expansions``, ``contains`` (γ) and ``beta`` (β_al), on every aliasing map over
+    the three operand pairs of ALIAS_FORMS and every concrete aliasing pattern of them."""
+    from pmsolve.anica.domain import AbstractBlock, Concrete, Form, MUST, MUSTNOT, Universe, beta, contains, \
+        expansions
+    from pmsolve.isa import load_catalogue
 
-    def leq(h: dict, g: dict) -> bool:
-        return all(g[x] is TOP or h[x] == g[x] for x in pairs)
+    cat = load_catalogue()
+    u = Universe([Form(cat[n]) for n in ALIAS_FORMS], {})
+    insns = [u.beta_insn(n) for n in ALIAS_FORMS]
+    maps = [dict(zip(ALIAS_PAIRS, vs)) for vs in product([MUST, MUSTNOT, TOP], repeat=len(ALIAS_PAIRS))]
+    blocks = [AbstractBlock.make(insns, {x: v for x, v in h.items() if v is not TOP}) for h in maps]
+    concrete = [Concrete(ALIAS_FORMS, ((a, b), (c, "32(%r14)"))) for a, b, c in ALIAS_REGS]
+    # the facts of each concrete block, from the register names (not through pmsolve's alias_facts)
+    facts = [{((0, 0), (0, 1)): a == b, ((0, 0), (1, 0)): a == c, ((0, 1), (1, 0)): b == c} for a, b, c in ALIAS_REGS]
+    facts = [{x: MUST if same else MUSTNOT for x, same in f.items()} for f in facts]
 
-    def expand(h: dict, x: str) -> dict:
-        out = dict(h)
-        out[x] = "mustnot" if (mutant == "alias-must-to-mustnot" and h[x] == "must") else TOP
-        return out
+    def show(h: dict) -> str:
+        return "{" + ", ".join(f"{x}: {'⊤' if v is TOP else v}" for x, v in h.items()) + "}"
 
-    def gamma(h: dict, facts: dict) -> bool:  # eq. 8.15 on concrete facts of matching pairs
-        return all(h[x] is TOP or h[x] == facts[x] for x in pairs)
-
-    facts_all = [dict(zip(pairs, vs)) for vs in product(["must", "mustnot"], repeat=3)]
-    for h in maps:
-        for x in pairs:
-            if h[x] is TOP:
-                continue
-            e = expand(h, x)
-            if not leq(h, e) or e == h:
-                raise Violation(f"aliasing: expansion of {x} at {h} gives {e}, not strictly above")
-            for h2 in maps:
-                if h2[x] is not TOP and leq(h, h2) and not leq(e, expand(h2, x)):
-                    raise Violation(f"aliasing: expansion not monotone at {h} ⊑ {h2}")
-        for g in maps:
-            if leq(h, g) and any(gamma(h, f) and not gamma(g, f) for f in facts_all):
-                raise Violation(f"aliasing: γ not monotone at {h} ⊑ {g}")
+    leq = [[a.leq(b) for b in blocks] for a in blocks]
+    for i, h in enumerate(maps):  # ⊑_al (eq. 8.14): a partial order, and the one the paper defines
+        for j, g in enumerate(maps):
+            want = all(g[x] is TOP or h[x] == g[x] for x in ALIAS_PAIRS)
+            if leq[i][j] != want:
+                raise Violation(f"aliasing: AbstractBlock.leq says {leq[i][j]} for {show(h)} ⊑ {show(g)} (eq. 8.14: "
+                                f"{want})")
+            if i != j and leq[i][j] and leq[j][i]:
+                raise Violation(f"aliasing: ⊑ not antisymmetric: {show(h)}, {show(g)}")
+            for k in range(len(maps)):
+                if leq[i][j] and leq[j][k] and not leq[i][k]:
+                    raise Violation(f"aliasing: ⊑ not transitive at {show(h)} ⊑ {show(g)} ⊑ {show(maps[k])}")
+    top = blocks[-1]
+    for i, (h, ab) in enumerate(zip(maps, blocks)):
+        exps = [x for x in expansions(ab) if x.where == "alias"]
+        if len(exps) != sum(v is not TOP for v in h.values()):  # finitely many: one per non-⊤ entry
+            raise Violation(f"aliasing: {len(exps)} expansions at {show(h)}")
+        succ = [x.apply(ab) for x in exps]
+        for x, nxt in zip(exps, succ):  # strictly ascending (eq. 8.17)
+            if not (ab.leq(nxt) and not nxt.leq(ab)):
+                raise Violation(f"aliasing: expansion '{x.describe()}' of {show(h)} is not strictly ascending")
+            for j, h2 in enumerate(maps):  # monotone
+                if leq[i][j] and h2[x.pair] is not TOP and not nxt.leq(x.apply(blocks[j])):
+                    raise Violation(f"aliasing: expansion '{x.describe()}' not monotone at {show(h)} ⊑ {show(h2)}")
+        above = [j for j in range(len(maps)) if j != i and leq[i][j]]
+        covers = [j for j in above if not any(k != j and leq[k][j] for k in above)]
+        missing = [maps[j] for j in covers if blocks[j] not in succ]
+        if missing:
+            raise Violation(f"aliasing: direct successor {show(missing[0])} of {show(h)} is not an expansion")
+        frontier, steps = [ab], 0  # chains through expansions reach ⊤
+        while frontier != [top] and frontier:
+            steps += 1
+            if steps > len(ALIAS_PAIRS):
+                raise Violation(f"aliasing: an ascending chain from {show(h)} is longer than {len(ALIAS_PAIRS)} steps")
+            frontier = list({b: None for f in frontier for b in (x.apply(f) for x in expansions(f)
+                                                                   if x.where == "alias")} or [top])
+        for c, f in zip(concrete, facts):  # γ (eq. 8.15) exactly, hence monotone
+            want = all(h[x] is TOP or h[x] == f[x] for x in ALIAS_PAIRS)
+            if contains(u, ab, c) != want:
+                raise Violation(f"aliasing: contains() says {not want} for the block with facts {show(f)} "
+                                f"and {show(h)}")
         tally.cases += 1
-    for f in facts_all:  # β_al(b) = the facts themselves
-        if not gamma(dict(f), f):
-            raise Violation(f"aliasing: facts {f} not in γ(β)")
+    for c, f in zip(concrete, facts):  # β_al (eq. 8.16): exactly the block's facts, so b ∈ γ(β(b))
+        got = beta(u, c).alias
+        if got != f or not contains(u, beta(u, c), c):
+            raise Violation(f"aliasing: β of the block with facts {show(f)} has aliasing {show(got)}")
+        tally.cases += 1
 
 
 def _check_blocks(mutant: str | None, tally: Tally) -> None:
@@ -193,17 +238,58 @@ def _body(mutant: str | None, tally: Tally) -> None:
     _check_blocks(mutant, tally)
 
 
+def _alias_expansion_to_mustnot():
+    """Expansion.apply turning a 'must' aliasing entry into 'mustnot' instead of ⊤ (a code mutant)."""
+    from pmsolve.anica.domain import MUST, MUSTNOT, AbstractBlock, Expansion
+
+    real = Expansion.apply
+
+    def wrong(self, ab):
+        if self.where == "alias" and ab.alias.get(self.pair) == MUST:
+            return AbstractBlock.make(ab.insns, {**ab.alias, self.pair: MUSTNOT})
+        return real(self, ab)
+
+    return patched(Expansion, "apply", wrong)
+
+
+def _leq_without_aliasing():
+    """AbstractBlock.leq comparing the instructions only (a code mutant)."""
+    from pmsolve.anica.domain import AbstractBlock
+
+    def wrong(self, other):
+        return len(self.insns) == len(other.insns) and all(a.leq(b) for a, b in zip(self.insns, other.insns))
+
+    return patched(AbstractBlock, "leq", wrong)
+
+
+def _contains_without_aliasing():
+    """contains() (γ_A) checking the instructions only, not the aliasing (a code mutant)."""
+    import pmsolve.anica.domain as domain
+
+    def wrong(u, ab, c):
+        return len(c.forms) == len(ab.insns) and all(u.admits(ai, k) for ai, k in zip(ab.insns, c.forms))
+
+    return patched(domain, "contains", wrong)
+
+
 CHECK = register(Check(
     "anica-domain", "Def. 8.2 / Thm 8.6: AnICA's abstract domain is valid",
     "partial order; no infinite ascending chains; expansions strictly ascending, finitely many, covering every "
     "direct successor, monotone; γ monotone; b ∈ γ(β(b))",
     "each Table 8.2 feature lattice exhaustively over bounded values (9 mnemonics, counts 0-69, subsets of "
-    "3 memory facts, 3 singletons); aliasing maps over 3 operand pairs; 60 sampled blocks of ≤ 3 instructions "
-    "over 10 real schemes with random expansion chains",
-    "exhaustive enumeration with the implementation's own ⊑, succ, γ and β; sampling for whole blocks",
+    "3 memory facts, 3 singletons); the aliasing component of pmsolve.anica.domain on all 27 maps over the 3 "
+    "register pairs of 'add r64, r64; mov r64, [m64]' and all 5 concrete aliasing patterns; 60 sampled blocks "
+    "of ≤ 3 instructions over 10 real schemes with random expansion chains",
+    "exhaustive enumeration with the implementation's own ⊑, succ, γ and β (AbstractBlock.leq, expansions, "
+    "contains, beta for aliasing, against eq. 8.14-8.16 written out); sampling for whole blocks",
     _body,
     {"logsize-paper-beta": "the paper's log-sizes β (⌈log2 n⌉) that the dissertation corrects",
      "edit-uncapped": "edit-distance bounds that never reach ⊤ (infinite ascending chain)",
      "subset-drop-two": "subset-or-none expansions that drop two elements (skip direct successors)",
-     "alias-must-to-mustnot": "an aliasing expansion that turns must into mustnot",
-     "block-expansion-noop": "a block expansion that returns its input"}))
+     "block-expansion-noop": "a block expansion that returns its input",
+     "code:alias-must-to-mustnot": "pmsolve.anica.domain's aliasing expansion turns must into mustnot",
+     "code:leq-without-aliasing": "AbstractBlock.leq ignores the aliasing component",
+     "code:contains-without-aliasing": "pmsolve.anica.domain.contains (γ_A) ignores the aliasing constraints"},
+    {"code:alias-must-to-mustnot": _alias_expansion_to_mustnot,
+     "code:leq-without-aliasing": _leq_without_aliasing,
+     "code:contains-without-aliasing": _contains_without_aliasing}))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Iterator
 
 from pmsolve.errors import ValidationError
 
@@ -55,6 +56,19 @@ class Verdict:
 
 
 Body = Callable[[str | None, Tally], None]
+#: a code mutant: a context manager that swaps a deliberately wrong variant into pmsolve's code
+Patch = Callable[[], ContextManager[None]]
+
+
+@contextlib.contextmanager
+def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name = value`` for the duration of a mutant run (a module function, a method)."""
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,13 @@ class Check:
     ``body(mutant, tally)`` raises :class:`Violation` when the statement (or, with a mutant
     name, the deliberately broken variant) fails; ``mutants`` maps each mutant's name to what it
     breaks. Every mutant must be caught, so that the check cannot pass vacuously.
+
+    Two kinds of mutants: those of the check's own reference side (the body reads the mutant
+    name), and **code mutants** (named ``code:...``), which break pmsolve's implementation:
+    ``patches`` maps each to a context manager that swaps a known-wrong variant into the
+    project's code (e.g. ``pmsolve.throughput.bottleneck`` with Facile's pairwise formula) while
+    the unchanged body runs. A check earns its place by catching its code mutants: they show
+    that it exercises the project's code on a domain where the wrong variants differ.
     """
 
     name: str
@@ -73,14 +94,22 @@ class Check:
     method: str
     body: Body
     mutants: dict[str, str]
+    patches: dict[str, Patch] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        stray = set(self.patches) - set(self.mutants)
+        if stray:
+            raise ValidationError(f"check {self.name}: code mutants without a description: {sorted(stray)}")
 
     def run(self, mutant: str | None = None) -> Verdict:
         if mutant is not None and mutant not in self.mutants:
             raise ValidationError(f"check {self.name} has no mutant {mutant!r}; it has: {', '.join(self.mutants)}")
         tally = Tally()
         t0 = time.perf_counter()
+        swap = self.patches.get(mutant or "", contextlib.nullcontext)
         try:
-            self.body(mutant, tally)
+            with swap():
+                self.body(mutant, tally)
         except Violation as exc:
             return Verdict(self.name, self.title, self.statement, self.bound, self.method, False, tally.cases,
                            time.perf_counter() - t0, mutant, str(exc), tuple(tally.notes))

@@ -5,21 +5,26 @@ Every check recomputes its statement's two sides by independent routes: the LPs 
 by integer max-flow, the bottleneck formula literally over all port subsets, relateThroughput
 from :mod:`pmsolve.encodings`, and SMT queries over symbolic mappings
 (:mod:`pmsolve.encodings.mapping_class`, :mod:`pmsolve.encodings.tp_formula`). Each mutant breaks one ingredient; the check must then fail.
+
+pmsolve's own code is called through its modules (``throughput.bottleneck``, not a name bound
+at import), so a code mutant (``code:...``, :class:`pmsolve.proofs.base.Check`) can swap a
+known-wrong variant into it for one run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from itertools import combinations, combinations_with_replacement, permutations, product
 from typing import Iterator, Sequence
 
+import pmsolve.throughput as throughput
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.proofs.base import Check, Tally, Violation, register
+from pmsolve.proofs.base import Check, Tally, Violation, patched, register
 from pmsolve.symbolic import (
     And, BoolVar, Compare, Formula, Ite, Lin, Not, Or, Problem, Real, Sum,
 )
-from pmsolve.throughput import bottleneck, optimal_schedule_length
 
 LP_BACKEND = "highs"
 SMT_BACKEND = "z3"
@@ -141,10 +146,16 @@ def lp_value(goods: Sequence[Commodity], ports: Sequence[str], drop: frozenset[s
     return res.objective  # type: ignore[return-value]
 
 
+def masses(m: PortMapping, e: Experiment) -> dict[frozenset[str], int]:
+    """The µop multiset of ``e`` (port set -> Σ e(i)·n), read by the check itself from each
+    instruction's µops, not through pmsolve's ``PortMapping.uop_masses``."""
+    return {q: w for _, q, w in commodities(m, e)}
+
+
 def formula_value(m: PortMapping, e: Experiment, mode: str | None = None) -> Fraction:
     """Thm 5.2's right-hand side literally: max over every non-empty Q ⊆ P (mutants narrow or
     distort it)."""
-    mass = m.uop_masses(e)
+    mass = masses(m, e)
     if mode == "own-sets-only":
         qs = list(mass) + [frozenset(m.ports)]
     elif mode == "facile-pairs":
@@ -184,7 +195,7 @@ def _thm_3_7(mutant: str | None, tally: Tally) -> None:
         t = lp_value(goods, m.ports, drop)
         lcm = lcm_upto(len(m.ports))
         for n in sorted({1, 2, lcm}):
-            sched = optimal_schedule_length(m, e, n)
+            sched = throughput.optimal_schedule_length(m, e, n)
             if sched != math.ceil(n * t - TOL):
                 raise Violation(f"{show(m, e)}: LP optimum {t} but the optimal schedule of N={n} iterations "
                                 f"takes T={sched} cycles (expected ⌈N·t⌉ = {math.ceil(n * t - TOL)})")
@@ -204,7 +215,10 @@ register(Check(
     _thm_3_7,
     {"no-E": "constraint (E) dropped: every µop may use every port",
      "no-C-last": "constraint (C) dropped for the last port",
-     "ignore-multiplicity": "Thm 3.12's mass Σ e(i)·n with the µop multiplicity n forgotten"}))
+     "ignore-multiplicity": "Thm 3.12's mass Σ e(i)·n with the µop multiplicity n forgotten",
+     "code:masses-without-counts": "PortMapping.uop_masses (read by optimal_schedule_length) forgets µop "
+                                   "multiplicities"},
+    {"code:masses-without-counts": lambda: _uop_masses_without_counts()}))
 
 
 # --------------------------------------------------------------------------- Remark 3.13
@@ -260,7 +274,7 @@ def _thm_3_14(mutant: str | None, tally: Tally) -> None:
                 bp.add(k)
         if not bp:
             raise Violation(f"{show(m, e)}: no port is fully loaded (p_k = t* = {t}) in every optimal solution")
-        expected = set(bottleneck(m, e).ports)
+        expected = set(throughput.bottleneck(m, e).ports)
         if bp != expected:
             raise Violation(f"{show(m, e)}: bottleneck ports {sort_ports(bp)} differ from the largest maximiser "
                             f"{sort_ports(expected)} of the bottleneck formula")
@@ -276,7 +290,26 @@ register(Check(
     f"exhaustive: k ∈ BP iff min p_k over the optimal face (t ≤ t*) is t*, one LP per port ({LP_BACKEND})",
     _thm_3_14,
     {"near-optimal": "intersection over near-optimal solutions (t ≤ t* + 1/2) instead of optimal ones",
-     "negative-shares": "constraint (D) dropped: negative shares x_uk move load off every port"}))
+     "negative-shares": "constraint (D) dropped: negative shares x_uk move load off every port",
+     "code:smallest-maximiser": "pmsolve.throughput.bottleneck reports a smallest maximising port set"},
+    {"code:smallest-maximiser": lambda: _smallest_maximiser()}))
+
+
+def _smallest_maximiser():
+    """pmsolve.throughput.bottleneck reporting a smallest port set that attains the maximum
+    instead of the largest (their union), a code mutant."""
+    real = throughput.bottleneck
+
+    def wrong(mapping, experiment, r_max=None):
+        b = real(mapping, experiment, r_max)
+        if b.frontend_bound:
+            return b
+        mass = masses(mapping, experiment)
+        best = [q for q in subsets(mapping.ports)
+                if Fraction(sum(w for u, w in mass.items() if u <= q), len(q)) == b.inverse_throughput]
+        return dataclasses.replace(b, ports=min(best, key=lambda q: (len(q), sort_ports(q))))
+
+    return patched(throughput, "bottleneck", wrong)
 
 
 # --------------------------------------------------------------------------- Thm 4.4
@@ -337,18 +370,19 @@ def _thm_4_4(mutant: str | None, tally: Tally) -> None:
         if res.feasible:
             m, x = sym.decode(res.model), e.decode(res.model)
             raise Violation(f"{show(m, x)}: relateThroughput admits t = {res.model.get('R.t')} but tp⁻¹ = "
-                            f"{bottleneck(m, x).inverse_throughput} ({len(insns)} insns, {k} ports)")
+                            f"{throughput.bottleneck(m, x).inverse_throughput} ({len(insns)} insns, {k} ports)")
         if not res.infeasible:
             raise Violation(f"solver gave no answer: {res}")
         tally.notes.append(f"{n} instructions, {k} ports, {'two' if levels == 2 else 'three'}-level"
                            f"{'' if levels == 2 else f' (power-set µops, ≤ {u} µops)'}, |e| ≤ {bound}: unsat")
     # (2) satisfiable with t = tp⁻¹ for every fixed mapping and experiment of a small domain
+    # (catches an over-constrained encoding, which (1) cannot: it has fewer models, never wrong ones)
     for m in two_level_domain(2, 3):
-        for x in experiments(m.instructions, 1):
+        for x in experiments(m.instructions, 2):
             rel = relate_throughput(fixed_mapping(m), fixed_experiment(x, m.instructions), "R.")
             p = Problem(name="Thm 4.4 sat")
             p.add(_drop_relate(rel.constraints, mutant))
-            p.add(rel.t.eq(bottleneck(m, x).inverse_throughput))
+            p.add(rel.t.eq(throughput.bottleneck(m, x).inverse_throughput))
             res = solve(p, SMT_BACKEND)
             tally.cases += 1
             if not res.feasible:
@@ -361,12 +395,25 @@ register(Check(
     "(1) symbolically for all mappings and experiments of: 2 instructions × 3 ports two-level with |e| ≤ 3; "
     "3 × 3 two-level with |e| ≤ 2; 2 × 2 three-level (power-set µops, ≤ 2 µops) with |e| ≤ 3; "
     "(2) satisfiability with t = tp⁻¹ for every two-level mapping of 2 instructions on 1-3 ports (up to port "
-    "renaming), counts 0..1",
+    "renaming), counts 0..2",
     f"SMT ({SMT_BACKEND}): relateThroughput from pmsolve.encodings ∧ t ≠ max_Q mass(Q)/|Q| is unsat; "
     "the formula side is Thm 5.2, itself checked against the LP by thm-5.2",
     _thm_4_4,
     {"drop-I": "constraint (I) removed (bottleneck mass no longer tied to t)",
-     "drop-F": "constraint (F) removed (the bottleneck port set may be empty)"}))
+     "drop-F": "constraint (F) removed (the bottleneck port set may be empty)",
+     "code:F-every-port": "pmsolve.encodings.relate writes (F) as a conjunction: every port is a bottleneck port",
+     "code:implications-as-iff": "pmsolve.encodings.relate writes (E), (G), (H) as equivalences: a µop is in J "
+                                 "iff one of its ports is in Q"},
+    {"code:F-every-port": lambda: _relate_patched("Or", "And"),
+     "code:implications-as-iff": lambda: _relate_patched("Implies", "Iff")}))
+
+
+def _relate_patched(name: str, instead: str):
+    """relateThroughput built with the IR's ``instead`` where it writes ``name`` (a code mutant)."""
+    import pmsolve.encodings.relate as relate
+    import pmsolve.symbolic as symbolic
+
+    return patched(relate, name, getattr(symbolic, instead))
 
 
 def _psvar(enc, insn: str, q: frozenset[str]) -> Lin:
@@ -392,6 +439,30 @@ def _max_count(enc) -> int:
 
 # --------------------------------------------------------------------------- Thm 5.2
 
+def counted_domain(n_ports: int) -> Iterator[PortMapping]:
+    """Three-level mappings of instructions a, b with one or two µops whose multiplicities are
+    1 or 2 (``a → 2×{0}``), up to port renaming: where forgetting a count changes tp⁻¹."""
+    ps = ports_of(n_ports)
+    sets = subsets(ps)
+    options = [((q, n),) for q in sets for n in (1, 2)]
+    options += [((q, n), (r, k)) for q, r in combinations(sets, 2) for n in (1, 2) for k in (1, 2)]
+    for choice in product(options, repeat=2):
+        table = {i: tuple(q for q, n in us for _ in range(n)) for i, us in zip("ab", choice)}
+        if _is_canonical(table, ps):
+            yield PortMapping(ps, {i: list(us) for i, us in zip("ab", choice)})
+
+
+def _implementation_domain() -> Iterator[tuple[PortMapping, Experiment]]:
+    """Where the known-wrong formulas differ from Thm 5.2: 4 ports (unions of 2 and of 3 µop port
+    sets beat every single set and every pair, App. E.2) and µop multiplicities."""
+    for m in two_level_domain(3, 4):
+        for e in experiments(m.instructions, 1):
+            yield m, e
+    for m in counted_domain(2):
+        for e in experiments(m.instructions, 2):
+            yield m, e
+
+
 def _thm_5_2(mutant: str | None, tally: Tally) -> None:
     # (1) formula == LP on the LP domain, plus App. E.2's shape: 3 instructions on 4 ports, 2 ports each
     cases = list(_lp_domain())
@@ -405,27 +476,68 @@ def _thm_5_2(mutant: str | None, tally: Tally) -> None:
         if not close(f, t):
             raise Violation(f"{show(m, e)}: max_Q mass(Q)/|Q| = {f} but the LP optimum is {t}")
         tally.cases += 1
-    # (2) the literal formula == pmsolve's implementation (unions of µop port sets only)
-    for m in two_level_domain(3, 3):
-        for e in experiments(m.instructions, 2):
-            f = formula_value(m, e, mutant)
-            b = bottleneck(m, e).inverse_throughput
-            if f != b:
-                raise Violation(f"{show(m, e)}: the formula over all Q gives {f}, pmsolve.throughput gives {b}")
+    # (2) pmsolve's implementations (exact formula and the vectorised batch route) == the formula
+    # over all Q, on a domain where the wrong variants of the formula differ from it
+    by_mapping: dict[PortMapping, list[Experiment]] = {}
+    for m, e in _implementation_domain():
+        by_mapping.setdefault(m, []).append(e)
+    for m, exps in by_mapping.items():
+        batch = throughput.evaluate_many(m, exps)
+        for e, v in zip(exps, batch):
+            f = formula_value(m, e)
+            b = throughput.bottleneck(m, e).inverse_throughput
+            if b != f or abs(float(v) - float(f)) > 1e-9:
+                raise Violation(f"{show(m, e)}: the formula over all Q gives {f}, pmsolve.throughput gives {b} "
+                                f"(bottleneck) and {float(v):.6g} (evaluate_many)")
             tally.cases += 1
+
+
+def _wrong_bottleneck(mode: str):
+    """pmsolve.throughput.bottleneck with a known-wrong formula in place of Thm 5.2 (a code mutant)."""
+    real = throughput.bottleneck
+
+    def wrong(mapping, experiment, r_max=None):
+        b = real(mapping, experiment, r_max)
+        if b.frontend_bound:
+            return b
+        return dataclasses.replace(b, inverse_throughput=formula_value(mapping, experiment, mode))
+
+    return lambda: patched(throughput, "bottleneck", wrong)
+
+
+def _uop_masses_without_counts():
+    """PortMapping.uop_masses forgetting each µop's multiplicity n (a code mutant)."""
+    def wrong(self, experiment):
+        mass: dict[frozenset[str], int] = {}
+        for insn, n in experiment.items():
+            for u in self.uops_of(insn):
+                mass[u.ports] = mass.get(u.ports, 0) + n
+        return mass
+
+    return patched(PortMapping, "uop_masses", wrong)
 
 
 register(Check(
     "thm-5.2", "Theorem 5.2: the bottleneck formula",
     "tp⁻¹_M(e) = max over non-empty Q ⊆ P of Σ{mass of µops u | M[u] ⊆ Q} / |Q|",
     "(1) vs the LP: the domain of thm-3.7 plus all two-level mappings of 3 instructions with 2 of 4 ports each "
-    "on {a,b,c} (App. E.2's shape); (2) vs pmsolve.throughput.bottleneck: all two-level mappings of 3 "
-    "instructions on 1-3 ports (up to port renaming), counts 0..2",
-    f"exhaustive, exact Fractions for the formula, LP in the IR solved by {LP_BACKEND}",
+    "on {a,b,c} (App. E.2's shape); (2) pmsolve.throughput (bottleneck and evaluate_many) vs the formula: all "
+    "two-level mappings of 3 instructions on 1-4 ports with counts 0..1, and all mappings of 2 instructions "
+    "with 1-2 µops of multiplicity 1-2 on 2 ports with counts 0..2 (up to port renaming)",
+    f"exhaustive, exact Fractions for the formula (from each instruction's µops, not pmsolve's uop_masses), "
+    f"LP in the IR solved by {LP_BACKEND}",
     _thm_5_2,
     {"own-sets-only": "Q ranges only over the µops' own port sets and P (no unions)",
      "facile-pairs": "Facile's shortcut: Q ranges over unions of two µops' port sets (App. E.2)",
-     "intersecting": "mass of µops that merely intersect Q instead of lying inside it"}))
+     "intersecting": "mass of µops that merely intersect Q instead of lying inside it",
+     "code:own-sets-only": "pmsolve.throughput.bottleneck with Q over the µops' own port sets and P only",
+     "code:facile-pairs": "pmsolve.throughput.bottleneck with Facile's pairwise unions (App. E.2)",
+     "code:intersecting": "pmsolve.throughput.bottleneck counting µops that merely intersect Q",
+     "code:masses-without-counts": "PortMapping.uop_masses (read by bottleneck) forgets µop multiplicities"},
+    {"code:own-sets-only": _wrong_bottleneck("own-sets-only"),
+     "code:facile-pairs": _wrong_bottleneck("facile-pairs"),
+     "code:intersecting": _wrong_bottleneck("intersecting"),
+     "code:masses-without-counts": _uop_masses_without_counts}))
 
 
 # --------------------------------------------------------------------------- Thm 6.3
@@ -449,7 +561,7 @@ def _thm_6_3(mutant: str | None, tally: Tally) -> None:
         ps = ports_of(k)
         for a, b in product(subsets(ps), repeat=2):
             m = PortMapping.two_level(ps, {"i": sort_ports(a), "j": sort_ports(b)})
-            t = [bottleneck(m, Experiment(x)).inverse_throughput for x in ({"i": 1, "j": 1}, {"i": 1}, {"j": 1})]
+            t = [throughput.bottleneck(m, Experiment(x)).inverse_throughput for x in ({"i": 1, "j": 1}, {"i": 1}, {"j": 1})]
             if len(a) != len(b):  # outside the theorem: is its size premise needed here?
                 unequal_sizes_additive += _premise(t[0], t[1], t[2], None)
                 continue
@@ -500,5 +612,25 @@ register(Check(
     "port subsets: premise ∧ M[i] ≠ M[j] is unsat",
     _thm_6_3,
     {"max-premise": "premise tp⁻¹({i,j}) = max(tp⁻¹(i), tp⁻¹(j)) (the disjoint-ports signature) instead of the sum",
-     "leq-premise": "premise tp⁻¹({i,j}) ≤ tp⁻¹(i) + tp⁻¹(j), which every mapping satisfies"}))
+     "leq-premise": "premise tp⁻¹({i,j}) ≤ tp⁻¹(i) + tp⁻¹(j), which every mapping satisfies",
+     "code:bottleneck-intersecting": "pmsolve.throughput.bottleneck (part 1) counts µops that merely intersect Q",
+     "code:encoding-intersecting": "pmsolve.encodings.strategy's symbolic formula (part 2) counts µops that "
+                                   "merely intersect Q"},
+    {"code:bottleneck-intersecting": _wrong_bottleneck("intersecting"),
+     "code:encoding-intersecting": lambda: _symbolic_intersecting()}))
+
+
+def _symbolic_intersecting():
+    """SymMapping.inside answering "some port of the µop is in Q" instead of "all are" (a code mutant)."""
+    from pmsolve.encodings.strategy import SymMapping
+
+    real = SymMapping.inside
+
+    def wrong(self, insn, q):
+        kind, val = real(self, insn, q)
+        if kind == "bool":
+            return kind, Or(self.var[insn, k] for k in self.cls.ports if k in q)
+        return kind, val
+
+    return patched(SymMapping, "inside", wrong)
 
