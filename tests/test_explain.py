@@ -207,16 +207,19 @@ def test_noisy_oracle_with_vote_still_recovers():
     assert agreement(truth, res.mapping).rate() >= 0.9
 
 
-def test_no_counter_refuses_in_one_line_and_throughput_only_runs():
+def test_without_a_counter_the_same_truth_comes_out_by_throughput_alone():
+    """An oracle without µop counter (or ``throughput_only``) gets the counter-free algorithm:
+    no port count is given, the blocking candidates' single µops are hypotheses, and every
+    other scheme's µop count comes from the blocking suite (tests/test_explain_counterfree.py
+    has the simulation gate)."""
     truth = synthetic(0)
-    with pytest.raises(ValidationError, match="no µop counter.*--throughput-only") as err:
-        explain(SimulatedOracle(truth, r_max=4), ExplainOptions(ports=5))
-    assert "\n" not in str(err.value)
-    res = explain(SimulatedOracle(truth, r_max=4), ExplainOptions(ports=5, throughput_only=True))
-    # every blocking instruction and its twin are mapped; multi-µop schemes are not characterised
-    for j, s in enumerate(SETS):
-        assert res.mapping.uops[f"blk{j}"] == res.mapping.uops[f"blk{j}_twin"]
-    assert res.summary["not_characterised"] + len(res.mapping.uops) + len(res.misfits) == len(truth.instructions)
+    res = explain(SimulatedOracle(truth, r_max=4), ExplainOptions())
+    assert same_up_to_renaming(truth, res.mapping) and not res.misfits
+    assert res.summary["counter"] is False and res.summary["ports"] == len(truth.ports)
+    forced = explain(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions(throughput_only=True))
+    assert forced.summary["counter"] is False and same_up_to_renaming(truth, forced.mapping)
+    with pytest.raises(ValidationError, match="number of ports must be given"):
+        explain(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions())
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -239,9 +242,6 @@ def test_cli_infer_explain_and_explain(tmp_path, capsys):
     assert all(u["witnesses"] for u in data["uops"])
     assert main(["explain", str(out), "nonexistent"]) == 2
     assert "no scheme" in capsys.readouterr().err
-    assert main(["infer", "explain", "--oracle", f"simulated:{tmp_path / 't.json'}?r_max=4", "--ports", "5"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "no µop counter" in err and "--throughput-only" in err
     assert main(["infer", "explain", "--oracle", spec, "--ports", "5", "--improper", "blk0"]) == 2
 
 
@@ -259,16 +259,6 @@ def test_improper_blocking_instruction_blocks_a_store_port():
     assert same_up_to_renaming(truth, res.mapping)
     assert [b for b, _ in res.summary["blocking"]["suite"]].count("st") == 1
     assert res.explanations["push"].source == "characterised"
-
-
-def test_hardware_oracle_says_there_is_no_uop_counter(capsys):
-    from pmsolve.harness.hardware import available
-    if available() is not None:
-        pytest.skip(available())
-    assert main(["infer", "explain", "--oracle", "hardware:-", "--ports", "10"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("pmsolve: error: hardware oracle has no µop counter")
-    assert "--throughput-only" in err
 
 
 def test_characterisation_options_rerun_only_that_stage(tmp_path):

@@ -216,9 +216,19 @@ register(Check(
     {"no-E": "constraint (E) dropped: every µop may use every port",
      "no-C-last": "constraint (C) dropped for the last port",
      "ignore-multiplicity": "Thm 3.12's mass Σ e(i)·n with the µop multiplicity n forgotten",
-     "code:masses-without-counts": "PortMapping.uop_masses (read by optimal_schedule_length) forgets µop "
-                                   "multiplicities"},
-    {"code:masses-without-counts": lambda: _uop_masses_without_counts()}))
+     "code:schedule-without-counts": "pmsolve.throughput.optimal_schedule_length forgets µop multiplicities"},
+    {"code:schedule-without-counts": lambda: _schedule_without_counts()}))
+
+
+def _schedule_without_counts():
+    """optimal_schedule_length scheduling every µop once, whatever its multiplicity (a code mutant)."""
+    real = throughput.optimal_schedule_length
+
+    def wrong(mapping: PortMapping, experiment: Experiment, iterations: int) -> int:
+        ones = PortMapping(mapping.ports, {i: [(u.ports, 1) for u in us] for i, us in mapping.uops.items()})
+        return real(ones, experiment, iterations)
+
+    return patched(throughput, "optimal_schedule_length", wrong)
 
 
 # --------------------------------------------------------------------------- Remark 3.13
@@ -622,7 +632,7 @@ register(Check(
 
 def _symbolic_intersecting():
     """SymMapping.inside answering "some port of the µop is in Q" instead of "all are" (a code mutant)."""
-    from pmsolve.encodings.strategy import SymMapping
+    from pmsolve.encodings.mapping_class import SymMapping
 
     real = SymMapping.inside
 
