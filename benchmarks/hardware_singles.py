@@ -1,8 +1,9 @@
-"""Measure single schemes on this machine several times and compare with known Zen 3 values.
+"""Measure single schemes on this machine several times and compare with the published values
+for its microarchitecture (pmsolve/data/singles/; none for a CPU without a table).
 
     python benchmarks/hardware_singles.py [--runs 3] [--json]
 
-Prints, per scheme: the median over runs, the known inverse throughput, the deviation, and the
+Prints, per scheme: the median over runs, the published inverse throughput, the deviation, and the
 stability across runs (max - min over runs, relative to the median), plus each run's spread
 and the time per experiment. Nothing is stored; every run measures afresh (a new oracle, a new
 worker process, a new noise baseline).
@@ -19,11 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pmsolve.harness.campaign import KNOWN_ZEN3  # noqa: E402
+from pmsolve.harness.cpu import host_cpu, reference_singles  # noqa: E402
 from pmsolve.harness.hardware import HardwareOracle, available  # noqa: E402
 from pmsolve.model import Experiment  # noqa: E402
 
-EXTRA = {"add_r64_r64:4;imul_r64_r64:1": 1.625}   # DESIGN.md §4: a real non-port limit
 
 
 def main() -> int:
@@ -34,14 +34,22 @@ def main() -> int:
     if available():
         print(f"skipped: {available()}")
         return 0
-    exps = {s: Experiment({s: 1}) for s in KNOWN_ZEN3}
-    exps["add_r64_r64:4;imul_r64_r64:1"] = Experiment({"add_r64_r64": 4, "imul_r64_r64": 1})
-    known = {**KNOWN_ZEN3, **EXTRA}
+    cpu = host_cpu()
+    ref = reference_singles(cpu.microarchitecture)
+    if ref is None:
+        print(f"skipped: no published singles are shipped for {cpu.describe()}")
+        return 0
+    from pmsolve.isa import load_catalogue
+
+    cat = load_catalogue()
+    known = {s: v for s, v in ref.values.items() if s in cat and cat.status(cat[s]) == "offered"}
+    exps = {s: Experiment({s: 1}) for s in known}
+    print(f"{cpu.describe()}; published values: {ref.source.split(';')[0]}", file=sys.stderr)
     runs: list[dict[str, tuple[float, float, int]]] = []
     per_exp = []
     for _ in range(args.runs):
         t = time.monotonic()
-        with HardwareOracle(list(KNOWN_ZEN3)) as hw:
+        with HardwareOracle(list(known)) as hw:
             res = dict(hw.measure_iter(list(exps.values())))
         per_exp.append((time.monotonic() - t) / len(exps))
         runs.append({name: (res[i].cycles, res[i].spread, res[i].attempts) for i, name in enumerate(exps)})

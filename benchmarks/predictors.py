@@ -44,7 +44,7 @@ from pmsolve.anica.block import Block  # noqa: E402
 from pmsolve.anica.predictors import CachedPredictor, predict_many  # noqa: E402
 from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor  # noqa: E402
 from pmsolve.harness.allocation import allocate  # noqa: E402
-from pmsolve.harness.campaign import DEFAULT_SCHEMES  # noqa: E402
+from pmsolve.jobs.host import DEFAULT_SCHEMES  # noqa: E402
 from pmsolve.isa import load_catalogue  # noqa: E402
 
 EXPLAINABLE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "zenplus" / "explainable_port_mapping.json"

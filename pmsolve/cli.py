@@ -21,6 +21,7 @@ from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.fileio import atomic_write_text, check_output_path
 from pmsolve.formats import (MAPPING_FORMATS, load_experiments, load_mapping, load_measurements,
                              save_mapping)
+from pmsolve.data import example_mapping
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
 
 
@@ -168,17 +169,6 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- demo
 
-EXAMPLE_MAPPING = "zenplus_blocking.json"
-
-
-def example_mapping() -> PortMapping:
-    """The bundled example: Zen+ blocking instructions as inferred in dissertation Table 6.2."""
-    from pmsolve.formats import mapping_from_json
-
-    text = resources.files("pmsolve.data").joinpath(EXAMPLE_MAPPING).read_text(encoding="utf-8")
-    return mapping_from_json(json.loads(text), EXAMPLE_MAPPING)
-
-
 def _memory_role(insn: str) -> str:
     """' (store)' / ' (load)' for the example's memory schemes, by where MEM appears."""
     if "MEM" not in insn:
@@ -222,7 +212,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- infer (main job)
 
 def cmd_infer_main(args: argparse.Namespace) -> int:
-    from pmsolve.harness.campaign import DEFAULT_SCHEMES, JobConfig, render, run
+    from pmsolve.jobs.host import DEFAULT_SCHEMES, JobConfig, render, run
 
     if args.out:
         check_output_path(args.out)

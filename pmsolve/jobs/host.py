@@ -270,7 +270,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
 
 
 def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
-    from pmsolve.cli import example_mapping
+    from pmsolve.data import example_mapping
     from pmsolve.harness.peak import detect_peak_ipc
     from pmsolve.harness.simulated import SimulatedOracle
     from pmsolve.throughput import evaluate_many

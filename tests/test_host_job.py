@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from pmsolve.cli import main
-from pmsolve.harness.campaign import (DEFAULT_SCHEMES, _block, held_out_experiments, llvm_mca_predict,
+from pmsolve.jobs.host import (DEFAULT_SCHEMES, _block, held_out_experiments, llvm_mca_predict,
                                       osaca_predict)
 from pmsolve.isa import load_catalogue
 
