@@ -133,6 +133,9 @@ class CegisOptions:
     * ``reuse``: a candidate that survives a measurement becomes the next m1 without a
       findMapping call;
     * ``solver_options``: passed to the solver of the incremental session (e.g. z3 random_seed);
+    * ``core``: how an inconsistency is explained: "minimal" (the solver's unsat core, then
+      deletion-minimised: one more solver call per measurement in it), "solver" (the core as
+      the solver gives it) or "none" (no core: every measurement; for mere satisfiability checks);
     * ``backend``: any capable backend name (None: $PMSOLVE_BACKEND / auto); ``timeout`` per check.
     """
 
@@ -158,6 +161,7 @@ class CegisOptions:
     timeout: float | None = None
     max_iterations: int | None = None
     encoding: str = "bounds"
+    core: str = "minimal"
     solver_options: Mapping[str, Any] | None = None
     reuse: bool = True
 
@@ -543,6 +547,9 @@ class Cegis:
         """The measurements (and option constraints) that together admit no mapping, minimised."""
         from pmsolve.backends import solve
 
+        if self.o.core == "none":
+            return Conflict(tuple(self.obs), tuple(sorted({i for e, _ in self.obs for i in e})))
+
         def problem(obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]]) -> Problem:
             p = Problem(name="findMapping core", strict_margin=self._margin())
             p.add(self.m_free.constraints)
@@ -560,6 +567,8 @@ class Cegis:
         names = set(res.core) if res.infeasible else set()
         obs = [(e, t) for e, t in self.obs if f"observed[{e}]" in names] or list(self.obs)
         opts = [(n, f) for n, f in self.option_constraints if n in names]
+        if self.o.core == "solver":
+            return Conflict(tuple(obs), tuple(sorted({i for e, _ in obs for i in e})), tuple(n for n, _ in opts))
         # deletion-based minimisation: drop what the contradiction does not need
         for item in list(obs):
             trial = [x for x in obs if x != item]

@@ -56,6 +56,18 @@ def flooding_copies(q: int, uops: int, per_copy: int, r_max: float | None) -> in
     return k
 
 
+def tight_copies(q: frozenset[str], found: dict[frozenset[str], int], tp: float, per_copy: int,
+                 r_max: float | None) -> int:
+    """Fewer copies that still flood Q, given the µops found: with x µops inside Q and p µops
+    whose sets meet Q without lying inside it, k + x ≥ |Q|·(tp⁻¹(i) + p) keeps Q the bottleneck
+    (a set S ⊋ Q adds at most |S∖Q|·tp⁻¹(i) µops of the scheme's own and the p squeezed ones),
+    which for schemes far from Q is much less than |Q|·µops(i), and so is the noise."""
+    x = sum(n for s, n in found.items() if s <= q)
+    partial = sum(n for s, n in found.items() if s & q and not s <= q)
+    k = math.ceil((len(q) * (tp + partial) - x) / per_copy - 1e-9)
+    return max(k, flooding_copies(len(q), 1, per_copy, r_max))
+
+
 @dataclass
 class Probe:
     """One scheme against one blocking set: its samples ``(experiment, baseline, t, t0)``.
@@ -84,6 +96,28 @@ class Probe:
     def margin(self) -> float:
         """How clearly the estimate is a whole number: 1 at an integer, 0 halfway between."""
         return max(0.0, 1 - 2 * abs(self.x - round(self.x)))
+
+    def stderr(self) -> float:
+        """The standard error of :attr:`x` from the spread of its samples (0 below three)."""
+        xs = self.estimates()
+        return float(np.std(xs, ddof=1) / math.sqrt(len(xs))) if len(xs) >= 3 else 0.0
+
+    def settled(self, n: int, clear: float, noise: float) -> bool:
+        """Is ``n`` clearly the whole number the samples estimate: within ``clear`` of it, with
+        three standard errors of room before the next number? Below three samples the standard
+        error is the one a relative measurement noise ``noise`` gives: (k·tp⁻¹(B) + n)·|Q|·noise."""
+        d = abs(self.x - n)
+        if d > clear:
+            return False
+        prior = noise * (self.copies() * (self.rate or 0) + n / len(self.q)) * len(self.q)
+        se = max(self.stderr(), prior / math.sqrt(len(self.samples)))
+        return d + 3 * se < 0.5
+
+    def misses(self, n: int, limit: float) -> bool:
+        """Is the estimate clearly not ``n``: farther than ``limit`` and than four standard errors
+        (thousands of estimates are judged: three would flag a few by chance)?"""
+        d = abs(self.x - n)
+        return d > limit and d > 4 * self.stderr()
 
 
 def plan(insns: list[str], suite: Suite, single: dict[str, Any], o: ExplainOptions,
@@ -240,38 +274,55 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     def sample(i: str, p: Probe, k: int) -> None:
         p.samples.append((Experiment({p.blocker: k, i: 1}), Experiment({p.blocker: k}), math.nan, math.nan))
 
-    def start(i: str, n: int) -> list[Probe]:
+    def start(i: str, n: int, f: dict[frozenset[str], int] | None = None) -> list[Probe]:
         ps = [Probe(b, q) for b, q in suite]
         for p in ps:
-            sample(i, p, flooding_copies(len(p.q), n, on_q[(p.blocker, p.q)], r_max) + run)
+            k = flooding_copies(len(p.q), n, on_q[(p.blocker, p.q)], r_max)
+            if f is not None:
+                k = min(k, tight_copies(p.q, f, single[i]["tp"], on_q[(p.blocker, p.q)], r_max))
+            sample(i, p, k + run)
         return ps
 
+    # a ladder of copy counts per blocking instruction, for its rate (the baselines the probes
+    # need cluster at a few copy counts, whose noise would otherwise bias every estimate alike)
+    ladder = [Experiment({b: k}) for b, _ in suite for k in range(1, 33)]
+    ladder_values = dict(zip(ladder, oracle.measure(ladder)))
     guess = {i: min(o.max_uops, max(1, round(2 * single[i]["tp"]))) for i in part}
     probes = {i: start(i, guess[i]) for i in part}
     pending = [p for ps in probes.values() for p in ps]
     found: dict[str, dict[frozenset[str], int]] = {}
-    tightened: set[str] = set()
-    for _ in range(o.remeasure + 4):
+    phases: dict[str, tuple[str, int]] = {}     # per scheme: flooded → tight (→ flooded …), restarts
+    for _ in range(3 * (o.remeasure + 2)):
         exps = [x for p in pending for e, b, t, _ in p.samples if t != t for x in (e, b)]
         values = dict(zip(exps, oracle.measure(exps)))
         for p in pending:
             p.samples = [(e, b, values[e], values[b]) if t != t else (e, b, t, t0) for e, b, t, t0 in p.samples]
-        _fit_rates([p for ps in probes.values() for p in ps])
+        _fit_rates([p for ps in probes.values() for p in ps], ladder_values)
         pending = []
         for i in part:
             found[i] = fit_uops(probes[i])
             total = max(1, sum(found[i].values()))
-            if total > guess[i] and total <= o.max_uops or total < guess[i] and i not in tightened:
-                # too few copies for this many µops, or more than needed (their noise grows with
-                # k): measure again with the copies these µops need
-                tightened.add(i)
+            phase, restarts = phases.get(i, ("flooded", 0))
+            if total > guess[i] and total <= o.max_uops and restarts < 4:
+                # more µops than the copies were meant for: they may have been pushed onto Q,
+                # so measure again with |Q|·µops copies (Constraint 6.1)
+                phases[i] = ("flooded", restarts + 1)
                 guess[i] = total
                 probes[i] = start(i, total)
                 pending += probes[i]
                 continue
-            for p in probes[i]:
-                on = sum(n for q, n in found[i].items() if q <= p.q)
-                if abs(p.x - on) > o.clear and len(p.samples) <= o.remeasure:
+            if phase == "flooded":
+                # Q was flooded for every µop found: now that the µops are known, measure again
+                # with the copies they need (tight_copies), because an estimate's noise grows with k
+                phases[i] = ("tight", restarts + 1)
+                guess[i] = total
+                probes[i] = start(i, total, found[i])
+                pending += probes[i]
+                continue
+            unclear = [p for p in probes[i]
+                       if not p.settled(sum(n for q, n in found[i].items() if q <= p.q), o.clear, o.noise)]
+            for p in unclear:
+                if len(p.samples) <= o.remeasure:   # noise: fresh samples (one more copy each)
                     sample(i, p, p.copies() + 1)
                     pending.append(p)
         if not pending:
@@ -286,7 +337,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                                f"but the µops found put {sum(n for q, n in f.items() if q <= p.q)} there "
                                f"({len(p.samples)} measurement(s))",
                                tuple((x, v) for e, b, t, t0 in p.samples for x, v in ((e, t), (b, t0))))
-                        for p in ps if abs(p.x - sum(n for q, n in f.items() if q <= p.q)) > o.integrality), None)
+                        for p in ps if p.misses(sum(n for q, n in f.items() if q <= p.q), o.integrality)), None)
         if problem is None and not f:
             problem = Misfit("outside the model", "no µop stays on the ports of any blocking instruction: it runs "
                              "on no port (an eliminated move or idiom) or only on ports no blocking instruction "
@@ -298,13 +349,18 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     return out
 
 
-def _fit_rates(probes: list[Probe]) -> None:
-    """Each blocking instruction's tp⁻¹ per copy: the median over all its measured baselines."""
-    ratios: dict[str, list[float]] = {}
+def _fit_rates(probes: list[Probe], extra: dict[Experiment, float] | None = None) -> None:
+    """Each blocking instruction's tp⁻¹ per copy: the median over its distinct measured baselines
+    (``extra``: more of them, e.g. a ladder of copy counts measured for this purpose)."""
+    seen: dict[Experiment, float] = dict(extra or {})
     for p in probes:
-        for j, (_, _, _, t0) in enumerate(p.samples):
+        for _, base, _, t0 in p.samples:
             if t0 == t0:
-                ratios.setdefault(p.blocker, []).append(t0 / p.copies(j))
+                seen[base] = t0
+    ratios: dict[str, list[float]] = {}
+    for base, t0 in seen.items():
+        (b, k), = base.items()
+        ratios.setdefault(b, []).append(t0 / k)
     for p in probes:
         p.rate = float(np.median(ratios[p.blocker])) if p.blocker in ratios else None
 

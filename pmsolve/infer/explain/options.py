@@ -33,8 +33,10 @@ class ExplainOptions:
       counter-free algorithm runs anyway when it has none): blocking candidates are hypotheses
       that pairs, mixes and CEGIS over µop multiplicities (up to ``max_multiplicity``) settle;
       every scheme's µop count comes from the blocking suite (at most ``max_uops``);
-    * ``clear`` and ``remeasure``: without a counter, an estimate farther than ``clear`` from a
-      whole number is measured again with other copy counts, at most ``remeasure`` times;
+    * ``clear``, ``noise`` and ``remeasure``: without a counter, an estimate farther than ``clear``
+      from a whole number, or whose standard error (from the spread of its samples, or from the
+      relative measurement ``noise`` assumed for one sample) leaves no clear room, is measured again
+      with other copy counts, at most ``remeasure`` times;
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
     * ``integrality``: how far a non-evading µop estimate may be from an integer before the
@@ -69,7 +71,8 @@ class ExplainOptions:
     max_uops: int = 16
     max_cegis_runs: int = 40
     clear: float = 0.25
-    remeasure: int = 8
+    noise: float = 0.01
+    remeasure: int = 16
     cegis_epsilon: float | None = None
 
     def __post_init__(self) -> None:
@@ -96,7 +99,7 @@ class ExplainOptions:
     def characterisation_key(self) -> str:
         """The options only the characterisation stage depends on: changing them reruns only it."""
         return (f"k={self.k_rule},int={self.integrality:g},tol={self.tolerance:g},clear={self.clear:g},"
-                f"re={self.remeasure}")
+                f"re={self.remeasure},noise={self.noise:g}")
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the state it resumes (``runs`` may grow)."""

@@ -108,17 +108,25 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
         for pair in bad:
             for i in pair:
                 score[i] = score.get(i, 0) + 1
-        worst = max(score, key=lambda i: (score[i], -class_size.get(i, 1), simplicity(i)))
-        for k in range(2, o.max_multiplicity + 1):
-            if size[worst] * k > o.max_ports:
+        top = max(score.values())
+        tied = sorted((i for i in score if score[i] == top), key=lambda i: (size[i], [-x for x in simplicity(i)[:2]], i))
+        rescued = None
+        for cand in (i for i in tied if i not in mult):
+            for k in range(2, o.max_multiplicity + 1):
+                if size[cand] * k > o.max_ports:
+                    break
+                trial = {**mult, cand: k}
+                w = {i: size[i] * trial.get(i, 1) for i in reps}
+                if not [p for p in bad_pairs(active, w, trial) if cand in p]:
+                    progress(f"  {cand}: {k} µops on {k * size[cand]} ports explain its pairs")
+                    rescued = trial
+                    break
+            if rescued:
                 break
-            trial = {**mult, worst: k}
-            w = {i: size[i] * trial.get(i, 1) for i in reps}
-            if not [p for p in bad_pairs(active, w, trial) if worst in p]:
-                progress(f"  {worst}: {k} µops on {k * size[worst]} ports explain its pairs")
-                mult = trial
-                break
+        if rescued:
+            mult = rescued
         else:
+            worst = min(tied, key=lambda i: (class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i))
             exps = [x for pair in bad if worst in pair for x in by_pair[pair]]
             reason = (f"one µop on {size[worst]} port(s) contradicts {score[worst]} pair(s) with other blocking "
                       f"candidates, and so do 2–{o.max_multiplicity} µops on one set")
@@ -288,7 +296,7 @@ def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dic
     insns = sorted(i for i in core.instructions if i in size)
     width = sum(size[i] * mult.get(i, 1) for i in insns)
     opts = _cegis_options(insns, size, mult, [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
-                          initial="none", max_iterations=0)
+                          initial="none", max_iterations=0, core="none")
     res = infer(oracle, [f"q{k}" for k in range(width)], opts, instructions=insns, state=None)
     return res.status == "inconsistent"
 
@@ -303,8 +311,8 @@ def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], m
     core = None
     runs = 0
     for p in range(lo, hi + 1):
-        res = infer(oracle, [f"c{cid}p{k}" for k in range(p)], _cegis_options(comp, size, mult, extra, r_max, o),
-                    instructions=comp, state=None)
+        res = infer(oracle, [f"c{cid}p{k}" for k in range(p)],
+                    _cegis_options(comp, size, mult, extra, r_max, o, core="solver"), instructions=comp, state=None)
         runs += 1
         if res.status == "inferred" and res.mapping is not None:
             progress(f"  component {cid} ({len(comp)} instruction(s)): {p} ports; {res.proof}")
