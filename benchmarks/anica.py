@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pmsolve.anica import report  # noqa: E402
-from pmsolve.anica.predictors import open_predictor  # noqa: E402
+from pmsolve.predictors import open_predictor  # noqa: E402
 from pmsolve.anica.campaign import Campaign  # noqa: E402
 from pmsolve.anica.config import Config  # noqa: E402
 from pmsolve.anica.domain import AbstractBlock  # noqa: E402

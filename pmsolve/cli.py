@@ -681,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     _explain_cli.add_top_commands(sub)
     from pmsolve.anica import cli as anica_cli
     anica_cli.add_commands(sub)
-    from pmsolve.anica.predictors import cli as predictors_cli
+    from pmsolve.predictors import cli as predictors_cli
     predictors_cli.add_commands(sub)
     return parser
 

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import anica_helpers as H
-from pmsolve.anica.block import Block
+from pmsolve.predictors.block import Block
 from pmsolve.anica.campaign import Campaign, load_state
 from pmsolve.anica.config import Config, parse
 from pmsolve.anica.domain import (AbstractBlock, Concrete, Universe, alias_facts, beta, contains,
                                   expansions)
 from pmsolve.anica.features import EditDistance, LogSizes, SubsetOrNone, levenshtein
 from pmsolve.anica.interesting import Criterion, Evaluator
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.predictors.base import Prediction
 from pmsolve.anica.rank import by_interestingness, top_k
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import Coverage, sat_only, subsumes

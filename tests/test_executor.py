@@ -20,7 +20,7 @@ import executor_helpers as X
 from pmsolve.anica.campaign import Campaign
 from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Universe
-from pmsolve.anica.predictors import CachedPredictor, predict_many
+from pmsolve.predictors import CachedPredictor, predict_many
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.errors import ValidationError
 from pmsolve.executor import (PoolExecutor, SerialExecutor, current_executor, dask_available, extend_command,

@@ -25,7 +25,7 @@ from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
 from pmsolve.anica.generalize import Generalizer, Settings
 from pmsolve.anica.interesting import Criterion, Evaluator
-from pmsolve.anica.predictors.base import Predictor
+from pmsolve.predictors.base import Predictor
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
 from pmsolve.errors import FormatError, ValidationError

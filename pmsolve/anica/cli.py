@@ -32,7 +32,7 @@ def _campaign(args: argparse.Namespace, cfg) -> Iterator:
     """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
     all closed on the way out."""
     from pmsolve.anica.campaign import Campaign
-    from pmsolve.anica.predictors import open_predictor
+    from pmsolve.predictors import open_predictor
 
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, Predictor
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction, Predictor
 from pmsolve.errors import ValidationError
 
 
@@ -45,7 +45,7 @@ class Criterion:
 
 class Evaluator:
     """Both predictors on batches of blocks, split in ``workers`` parts, in parallel (through
-    :func:`pmsolve.anica.predictors.predict_many`); answers memoised by block text. With an
+    :func:`pmsolve.predictors.predict_many`); answers memoised by block text. With an
     ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its workers."""
 
     def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2, executor=None):
@@ -68,7 +68,7 @@ class Evaluator:
         todo = list({b.key: b for b in blocks if b.key not in self._memo}.values())
         if todo and self.a.name != self.b.name:
             # the predictors package schedules both (exclusive ones, e.g. hardware, alone)
-            from pmsolve.anica.predictors import predict_many
+            from pmsolve.predictors import predict_many
 
             got = predict_many([self.a, self.b], todo, workers=self.workers,
                                chunk=max(1, min(64, math.ceil(len(todo) / self.workers))), executor=self.executor)

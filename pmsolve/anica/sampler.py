@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pmsolve.anica.block import Block, Insn
+from pmsolve.predictors.block import Block, Insn
 from pmsolve.anica.domain import MUST, MUSTNOT, AbstractBlock, Concrete, Universe, operand_file
 from pmsolve.harness.allocation import MEM_BASE, RESERVED, immediate
 from pmsolve.isa.render import GPRS, GPR_ALIAS, render, representative

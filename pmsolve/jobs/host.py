@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from pmsolve.anica.predictors.base import ModelChoice
+from pmsolve.predictors.base import ModelChoice
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.model import Experiment, PortMapping
 
@@ -114,7 +114,7 @@ def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Expe
 def _block(catalogue, e: Experiment, target: int = 40):
     """The experiment as a concrete block (operands allocated, unrolled to about ``target``
     instructions) and its unroll factor: predictions divide by it to get cycles per copy."""
-    from pmsolve.anica.block import Block
+    from pmsolve.predictors.block import Block
     from pmsolve.harness.allocation import allocate, body
 
     counts = {catalogue[n]: c for n, c in e.items()}
@@ -131,7 +131,7 @@ def _per_copy(predictor, blocks) -> tuple[list[float | None], list[str]]:
 def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoice]:
     """The llvm-mca and OSACA models to compare with: given in the config, else the best ones
     for this microarchitecture (a nearest-model fallback says so in ``why``)."""
-    from pmsolve.anica.predictors import llvm_mca, osaca
+    from pmsolve.predictors import llvm_mca, osaca
 
     mca = (ModelChoice("llvm-mca", config.mcpu, getattr(llvm_mca.find_llvm_mca(), "version", None), False,
                        "chosen by the user") if config.mcpu else llvm_mca.model_for(uarch))
@@ -141,9 +141,9 @@ def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoic
 
 
 def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | None]:
-    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.anica.predictors.llvm_mca`:
+    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.predictors.llvm_mca`:
     all blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
-    from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
+    from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
 
     if find_llvm_mca() is None:
         return [None] * len(blocks)
@@ -151,14 +151,14 @@ def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | N
 
 
 def osaca_predict(blocks, arch: str) -> tuple[list[float | None], list[str]]:
-    """Cycles per experiment copy from OSACA (:mod:`pmsolve.anica.predictors.osaca`: its Python
+    """Cycles per experiment copy from OSACA (:mod:`pmsolve.predictors.osaca`: its Python
     API in a worker, optimal port pressure and loop-carried dependencies), and the errors of the
     blocks it could not predict (e.g. instruction forms its model lacks)."""
     import importlib.util
 
     if importlib.util.find_spec("osaca") is None:
         return [None] * len(blocks), []
-    from pmsolve.anica.predictors.osaca import OsacaPredictor
+    from pmsolve.predictors.osaca import OsacaPredictor
 
     predictor = OsacaPredictor(arch)
     try:

@@ -15,8 +15,8 @@ import hashlib
 from pathlib import Path
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction
 from pmsolve.errors import ValidationError
 from pmsolve.isa.bridge import NAMINGS, detect_naming, translator
 from pmsolve.model import Experiment, PortMapping

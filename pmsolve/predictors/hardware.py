@@ -7,7 +7,7 @@ unroll variants' medians, re-measurement when reference kernels show outside noi
 the frame's conventions (memory at ``disp(%r14)``, ``r13``-``r15`` and ``rsp`` untouched), as the
 AnICA sampler's blocks do; others are ``unsupported`` without running.
 
-Measurements disturb each other, so :func:`~pmsolve.anica.predictors.parallel.predict_many`
+Measurements disturb each other, so :func:`~pmsolve.predictors.parallel.predict_many`
 runs this predictor alone (``exclusive``), after the others. The name carries the machine
 fingerprint, so cached answers are never taken for another machine's.
 """
@@ -18,8 +18,8 @@ import re
 import threading
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction
 from pmsolve.errors import ValidationError
 
 

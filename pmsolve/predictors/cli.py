@@ -11,7 +11,7 @@ from pmsolve.errors import FormatError, ValidationError
 
 
 def _blocks(args: argparse.Namespace):
-    from pmsolve.anica.block import Block
+    from pmsolve.predictors.block import Block
 
     blocks = []
     for text in args.block or []:
@@ -37,7 +37,7 @@ def _blocks(args: argparse.Namespace):
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from pmsolve.anica.predictors import open_predictor, predict_many
+    from pmsolve.predictors import open_predictor, predict_many
 
     blocks = _blocks(args)
     predictors = [open_predictor(s, cache=args.cache) for s in args.predictor]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
-from pmsolve.anica.block import Block
+from pmsolve.predictors.block import Block
 
 
 @dataclass(frozen=True)
