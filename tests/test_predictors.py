@@ -411,7 +411,7 @@ def test_hardware_predictor_measures_blocks_and_refuses_unsafe_ones():
 
 
 def test_check_block_rules():
-    from pmsolve.harness.hardware import check_block
+    from pmsolve.harness.assemble import check_block
 
     assert check_block(["addq %rax, 32(%r14)", "vaddpd 64(%r14), %ymm1, %ymm2"]) is None
     assert "disp(%r14)" in check_block(["addq %rax, (%r14,%rbx,2)"])

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from pmsolve.errors import FormatError, PmsolveError
+from pmsolve.errors import FormatError, MeasurementError, PmsolveError
 from pmsolve.harness.cpu import host_cpu
 from pmsolve.model import Experiment, Measurement
 
@@ -272,29 +272,7 @@ class StoredOracle:
         rows = self.rows(experiments)
         bad = [rows[e] for e in dict.fromkeys(experiments) if not rows[e].ok]
         if bad and self.on_error == "raise":
-            from pmsolve.harness.hardware import MeasurementError
-
             shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])
             raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown} "
                                    f"(stored in {self.store.path}; rerun with retry_errors to try again)")
         return [rows[e].cycles if rows[e].ok else float("nan") for e in experiments]
-
-
-def open_store_oracle(path: str, options: dict[str, str]):
-    """``store:FILE[?machine=FP&settings=JSON]``: a recorded oracle over a store's rows."""
-    from pmsolve.errors import ValidationError
-    from pmsolve.harness.recorded import RecordedOracle
-
-    unknown = set(options) - {"machine", "settings"}
-    if unknown:
-        raise ValidationError(f"store oracle: unknown option(s) {sorted(unknown)}; known: machine, settings")
-    if not Path(path).exists():
-        raise ValidationError(f"store oracle: {path} does not exist")
-    store = MeasurementStore(path)
-    keys = [(m, s) for m, s, _ in store.keys()
-            if options.get("machine", m) == m and options.get("settings", s) == s]
-    if len(keys) != 1:
-        shown = "; ".join(f"machine={m} settings={s}" for m, s in keys[:4]) or "none"
-        raise ValidationError(f"store oracle: {path} holds {len(keys)} matching measurement sets ({shown}); "
-                              "choose one with ?machine=...&settings=...")
-    return RecordedOracle(store.measurements(*keys[0]), source=f"{path} (machine {keys[0][0]})")

@@ -205,7 +205,7 @@ def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> di
 
 
 def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
-    from pmsolve.harness.hardware import HardwareOracle, Settings
+    from pmsolve.harness.hardware import HardwareOracle, HarnessSettings
     from pmsolve.harness.peak import detect_peak_ipc
     from pmsolve.harness.store import MeasurementStore, StoredOracle
     from pmsolve.throughput import evaluate_many
@@ -219,7 +219,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
         if done[0] % 250 == 0:
             _say(f"measured {done[0]} experiments ({time.monotonic() - t0:.0f} s)", quiet)
 
-    hw = HardwareOracle(list(config.schemes), Settings(), progress=progress)
+    hw = HardwareOracle(list(config.schemes), HarnessSettings(), progress=progress)
     store_path = str(config.store or default_store())
     store = MeasurementStore(store_path)
     oracle = StoredOracle(hw, store)
@@ -260,7 +260,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     seconds["total"] = time.monotonic() - t0
     notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}")
     noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
-    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
+    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {HarnessSettings().noise_tolerance:.0%}")
     ref = reference_singles(cpu.microarchitecture)
     reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}
                  if ref else None)

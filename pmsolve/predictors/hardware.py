@@ -31,14 +31,14 @@ class HardwarePredictor:
 
     def __init__(self, *, rounds: int | None = None, noise_tolerance: float | None = None,
                  timeout: float = 60.0):
-        from pmsolve.harness.hardware import HardwareOracle, Settings, available
+        from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
         from pmsolve.harness.store import machine_fingerprint
 
         reason = available()
         if reason:
             raise ValidationError(f"the hardware predictor is unavailable here: {reason}")
         kw = {k: v for k, v in (("rounds", rounds), ("noise_tolerance", noise_tolerance)) if v is not None}
-        self.settings = Settings(**kw)
+        self.settings = HarnessSettings(**kw)
         self.oracle = HardwareOracle([], self.settings, on_error="nan", call_timeout=timeout)
         self.machine = machine_fingerprint()
         self._lock = threading.Lock()
