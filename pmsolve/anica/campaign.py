@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
@@ -47,6 +47,13 @@ def build_universe(cfg: Config) -> Universe:
     if cfg.lock_variants:
         forms += [Form(s, True) for s in schemes if s.lock and s.memory == "load+store"]
     return Universe(forms, uop_counts(schemes, cfg.uops))
+
+
+def supported_universe(full: Universe, unsupported: Iterable[str]) -> Universe:
+    """``full`` without the forms a predictor fails on alone (every form keeps its µop count)."""
+    bad = set(unsupported)
+    return Universe([f for f in full.forms if f.key not in bad],
+                    {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
 
 
 @dataclass
@@ -155,9 +162,7 @@ class Campaign:
         if self.state.unsupported is None:
             self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []
             self.save()
-        bad = set(self.state.unsupported)
-        self.u = Universe([f for f in full.forms if f.key not in bad],
-                          {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
+        self.u = supported_universe(full, self.state.unsupported)
         self.sampler = Sampler(self.u)
         self.gen = Generalizer(self.u, self.sampler, self.ev,
                                Settings(cfg.samples, cfg.chunk, cfg.witnesses))

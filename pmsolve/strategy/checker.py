@@ -319,7 +319,7 @@ def shortcut_gap(insns: int, ports: int, *, max_exp_len: int = 3, backend: str |
                  timeout: float | None = None) -> ShortcutVerdict:
     """Search a two-level mapping and experiment where Facile's pairwise shortcut is not exact."""
     if insns < 1 or ports < 1:
-        raise ValidationError("--insns and --ports must be ≥ 1")
+        raise ValidationError("the numbers of instructions and ports must be ≥ 1")
     cls = MappingClass(instruction_names(insns), port_names(ports))
     t0 = time.perf_counter()
     enc = build_shortcut_gap(cls, max_exp_len, pairwise_union_admissible)

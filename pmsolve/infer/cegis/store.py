@@ -49,7 +49,7 @@ class MeasurementStore:
         if sorted(data.get("instructions", [])) != sorted(self.instructions) or data.get("ports") != self.ports:
             raise ValidationError(f"{self.path}: the state belongs to another run "
                                   f"({len(data.get('instructions', []))} instructions, {data.get('ports')} ports); "
-                                  f"use another --state path or delete it")
+                                  f"use another state file or delete it")
         for row in data.get("measurements", []):
             try:
                 e = Experiment(row["experiment"])

@@ -36,7 +36,7 @@ def _constraints(proper: list[str], improper: dict[str, int], o: ExplainOptions)
         for a, b in o.disjoint:
             for x in (a, b):
                 if x not in proper and x not in improper:
-                    raise ValidationError(f"explain: --disjoint names {x!r}, which is not a blocking instruction "
+                    raise ValidationError(f"explain: a disjoint pair names {x!r}, which is not a blocking instruction "
                                           f"(representatives: {', '.join(proper[:6])}{' …' if len(proper) > 6 else ''})")
             for ra in range(1, mv.uops(a) + 1):
                 for rb in range(1, mv.uops(b) + 1):

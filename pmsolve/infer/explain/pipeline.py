@@ -134,7 +134,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
     if blk.get("equivalent"):
         warnings.append(f"{len(blk['equivalent'])} other mapping(s) of the blocking instructions explain every "
                         f"measurement and differ from the chosen one on no experiment of ≤ 12 instructions (the "
-                        f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (--disjoint)")
+                        f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (disjoint pairs)")
         say("warning: " + warnings[-1])
     improper = [n for n, _ in o.improper if n in bmap.uops] + [i for i in blk.get("multiplicities", {})]
     suite = blockers(bmap, improper)

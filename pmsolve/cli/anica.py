@@ -1,4 +1,5 @@
-"""``pmsolve anica discover|generalize|report`` (registered in :mod:`pmsolve.cli`)."""
+"""``pmsolve anica discover | generalize | report``: where two throughput predictors disagree
+(AnICA, dissertation ch. 8), as a resumable campaign with an HTML report."""
 
 from __future__ import annotations
 
@@ -6,17 +7,61 @@ import argparse
 import contextlib
 import json
 import random
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from pmsolve.harness.cpu import announce_measuring
+from pmsolve.anica import config, report
+from pmsolve.anica.campaign import Campaign, build_universe, load_state, supported_universe
+from pmsolve.anica.domain import AbstractBlock, Concrete
+from pmsolve.anica.sampler import to_block
+from pmsolve.cli.flags import add_executor_arguments, add_json_argument, add_quiet_argument, executor_from_args
 from pmsolve.errors import FormatError, ValidationError
-from pmsolve.executor import add_executor_arguments, executor_from_args
+from pmsolve.harness.cpu import announce_measuring
+from pmsolve.predictors import open_predictor
 
 
-def _config(args: argparse.Namespace):
-    from pmsolve.anica import config
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("anica", help="AnICA: find and summarise where throughput predictors disagree",
+                       description="Differential testing of basic-block throughput predictors with abstract "
+                                   "blocks (dissertation ch. 8).")
+    actions = p.add_subparsers(dest="anica_cmd", metavar="ACTION", required=True)
+    d = actions.add_parser("discover", help="run (or resume) a campaign and write its report",
+                           description="Sample blocks, keep the interesting ones, generalise them into abstract "
+                                       "blocks (Alg. 8.1) until the budget is spent; rerun to resume.")
+    _common(d)
+    d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
+    d.add_argument("--discoveries", type=int, help="stop after this many discoveries")
+    d.add_argument("--seconds", type=float, help="time budget")
+    d.set_defaults(func=cmd_discover)
+    g = actions.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)",
+                           description="Generalise one concrete block on which the predictors disagree into "
+                                       "abstract blocks, printing each order's kept expansions.")
+    _common(g)
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--schemes", help="comma-separated scheme names, e.g. bsf_r64_r64,add_r64_r64")
+    src.add_argument("--concrete", help="a concrete block as JSON (report.json: discoveries[k].minimal.concrete)")
+    g.add_argument("-o", "--out", default=None, help="folder for the predictor-support state (default: temp)")
+    g.set_defaults(func=cmd_generalize)
+    r = actions.add_parser("report", help="write report.html and report.json of a campaign folder",
+                           description="Write the report of a (possibly unfinished) campaign folder again.")
+    r.add_argument("campaign", help="campaign folder")
+    add_json_argument(r)
+    r.set_defaults(func=cmd_report)
 
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", nargs="?", help="campaign config (TOML or JSON; see pmsolve.anica.config)")
+    p.add_argument("-a", help="first predictor (overrides the config), e.g. llvm-mca:znver3")
+    p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
+    p.add_argument("--seed", type=int, help="random seed (overrides the config)")
+    p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
+    add_executor_arguments(p, workers=False)
+    add_quiet_argument(p)
+    add_json_argument(p)
+
+
+def _config(args: argparse.Namespace) -> config.Config:
     cfg = config.load(args.config) if args.config else config.Config()
     return cfg.replace(a=args.a, b=args.b, seed=args.seed, workers=args.workers,
                        max_discoveries=getattr(args, "discoveries", None),
@@ -28,12 +73,9 @@ def _progress(args: argparse.Namespace):
 
 
 @contextlib.contextmanager
-def _campaign(args: argparse.Namespace, cfg) -> Iterator:
+def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign]:
     """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
     all closed on the way out."""
-    from pmsolve.anica.campaign import Campaign
-    from pmsolve.predictors import open_predictor
-
     cache = str(Path(args.out) / "predictions.sqlite")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     ex = executor_from_args(args, workers=cfg.workers, optional=True)
@@ -51,8 +93,6 @@ def _campaign(args: argparse.Namespace, cfg) -> Iterator:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    from pmsolve.anica import report
-
     with _campaign(args, _config(args)) as camp:
         st = camp.run()
     html_path, json_path = report.write(st, camp.u, args.out)
@@ -67,15 +107,20 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
+    if args.out:
+        return _generalize_in(args)
+    with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
+        args.out = tmp
+        return _generalize_in(args)
+
+
+def _generalize_in(args: argparse.Namespace) -> int:
     cfg = _config(args)
     with _campaign(args, cfg) as camp:
         return _generalize(args, cfg, camp)
 
 
-def _generalize(args: argparse.Namespace, cfg, camp) -> int:
-    from pmsolve.anica.domain import AbstractBlock, Concrete
-    from pmsolve.anica.sampler import to_block
-
+def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) -> int:
     u = camp.u
     rng = random.Random(cfg.seed)
     if args.concrete:
@@ -113,15 +158,8 @@ def _generalize(args: argparse.Namespace, cfg, camp) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pmsolve.anica import report
-    from pmsolve.anica.campaign import build_universe, load_state
-    from pmsolve.anica.domain import Universe
-
     st = load_state(args.campaign)
-    full = build_universe(st.config)
-    bad = set(st.unsupported or [])
-    u = Universe([f for f in full.forms if f.key not in bad],
-                 {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
+    u = supported_universe(build_universe(st.config), st.unsupported or [])
     html_path, json_path = report.write(st, u, args.campaign)
     if args.json:
         print(json.dumps({"report": str(html_path), "json": str(json_path), "discoveries": len(st.final())}))
@@ -129,49 +167,3 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"{len(st.final())} discoveries{'' if st.finished else ' (campaign not finished)'}\n"
               f"report: {html_path}\njson:   {json_path}")
     return 0
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", nargs="?", help="campaign config (TOML or JSON; see pmsolve.anica.config)")
-    p.add_argument("-a", help="first predictor (overrides the config), e.g. llvm-mca:znver3")
-    p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
-    add_executor_arguments(p, workers=False)
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("anica", help="AnICA: find and summarise where throughput predictors disagree",
-                       description="Differential testing of basic-block throughput predictors with abstract "
-                                   "blocks (dissertation ch. 8).")
-    s = p.add_subparsers(dest="anica_cmd", required=True)
-    d = s.add_parser("discover", help="run (or resume) a campaign and write its report")
-    _common(d)
-    d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
-    d.add_argument("--discoveries", type=int, help="stop after this many discoveries")
-    d.add_argument("--seconds", type=float, help="time budget")
-    d.set_defaults(func=cmd_discover)
-    g = s.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)")
-    _common(g)
-    src = g.add_mutually_exclusive_group(required=True)
-    src.add_argument("--schemes", help="comma-separated scheme names, e.g. bsf_r64_r64,add_r64_r64")
-    src.add_argument("--concrete", help="a concrete block as JSON (report.json: discoveries[k].minimal.concrete)")
-    g.add_argument("-o", "--out", default=None, help="folder for the predictor-support state (default: temp)")
-    g.set_defaults(func=_generalize_with_folder)
-    r = s.add_parser("report", help="write report.html and report.json of a campaign folder")
-    r.add_argument("campaign", help="campaign folder")
-    r.add_argument("--json", action="store_true")
-    r.set_defaults(func=cmd_report)
-
-
-def _generalize_with_folder(args: argparse.Namespace) -> int:
-    if args.out:
-        return cmd_generalize(args)
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
-        args.out = tmp
-        return cmd_generalize(args)
-
