@@ -24,8 +24,11 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.formats import _read_json, load_mapping
+from pmsolve.isa.bridge import detect_naming, scheme_key
 from pmsolve.metrics import Accuracy, accuracy
 from pmsolve.model import Experiment, Measurement, PortMapping
+from pmsolve.throughput import evaluate_many
 
 Translate = Callable[[str], "str | None"]
 
@@ -80,8 +83,6 @@ def palmed_from_json(data: object, source: str = "") -> PalmedModel:
 
 
 def load_palmed(path: str | Path) -> PalmedModel:
-    from pmsolve.formats import _read_json
-
     return palmed_from_json(_read_json(path), str(path))
 
 
@@ -137,8 +138,6 @@ def bridge_translator(target_names: Sequence[str], source_naming: str, target_na
 
     ``target_key`` replaces the bridge's parser for target names it does not know (Palmed's).
     Identical namings translate by identity first."""
-    from pmsolve.isa.bridge import detect_naming, scheme_key
-
     targets = list(target_names)
     if target_key is None:
         target_naming = target_naming or detect_naming(targets)
@@ -191,8 +190,6 @@ def _translated(exps: Sequence[Experiment], translate: Translate) -> list[Experi
 
 def mapping_predictor(name: str, mapping: PortMapping, translate: Translate, r_max: float | None,
                       schemes: Sequence[str]) -> Predictor:
-    from pmsolve.throughput import evaluate_many
-
     def predict(exps: Sequence[Experiment]) -> list[float | None]:
         tr = _translated(exps, lambda n: t if (t := translate(n)) in mapping.uops else None)
         ok = [e for e in tr if e is not None]
@@ -316,7 +313,7 @@ def score(measurements: Sequence[Measurement], predictors: Sequence[Predictor]) 
 def heatmaps(board: Leaderboard, path: str | Path, unit: str = "cycles", title: str = "", bins: int = 50) -> None:
     """One predicted-vs-measured 2-D histogram per predictor (each on what it covers), in cycles
     per iteration or in IPC, log colour scale, diagonal drawn (like Fig. 6.3)."""
-    import matplotlib
+    import matplotlib  # lazily: only heat maps need matplotlib (~0.6 s to import)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -382,9 +379,6 @@ def predictors_for(measurements: Sequence[Measurement], mappings: Sequence[str] 
                    others: bool = False, r_max: float | None = None) -> list[Predictor]:
     """Build predictors from mapping specs, Palmed files and the recorded answers, each with a
     translator from the measurement file's naming to its own."""
-    from pmsolve.formats import load_mapping
-    from pmsolve.isa.bridge import detect_naming
-
     schemes = sorted({i for m in measurements for i in m.experiment})
     try:
         naming = detect_naming(schemes)

@@ -63,7 +63,7 @@ def pearson(predicted: Sequence[float], measured: Sequence[float]) -> float:
 
 
 def kendall_tau_b(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    from scipy.stats import kendalltau
+    from scipy.stats import kendalltau  # lazily: scipy.stats takes ~1 s to import
 
     p, m = _arrays(predicted, measured)
     return float(kendalltau(p, m, variant="b").statistic)

@@ -22,22 +22,21 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from pmsolve.anica.config import Config
-from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
+from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe, beta
 from pmsolve.anica.generalize import Generalizer, Settings
 from pmsolve.anica.interesting import Criterion, Evaluator
-from pmsolve.predictors.base import Predictor
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
+from pmsolve.anica.uops import uop_counts
 from pmsolve.errors import FormatError, ValidationError
 from pmsolve.fileio import atomic_write_text
+from pmsolve.isa import load_catalogue
+from pmsolve.predictors.base import Predictor
 
 STATE = "state.json"
 
 
 def build_universe(cfg: Config) -> Universe:
-    from pmsolve.anica.uops import uop_counts
-    from pmsolve.isa import load_catalogue
-
     cat = load_catalogue()
     offered = {s.name for s in cat.offered()}
     schemes = [s for s in cat.filter(cfg.isa_filter) if s.name in offered]
@@ -258,7 +257,6 @@ class Campaign:
     def _handle(self, cand: Concrete, origin: list[str], rng: random.Random, batch: int) -> None:
         s = self.state
         small = self.gen.minimize(cand, rng)
-        from pmsolve.anica.domain import beta
 
         if self.subsumed_by_any(beta(self.u, small)):
             s.subsumed += 1

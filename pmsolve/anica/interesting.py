@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from pmsolve.predictors.block import Block
-from pmsolve.predictors.base import Prediction, Predictor
 from pmsolve.errors import ValidationError
+from pmsolve.predictors import predict_many
+from pmsolve.predictors.base import Prediction, Predictor
+from pmsolve.predictors.block import Block
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,6 @@ class Evaluator:
         todo = list({b.key: b for b in blocks if b.key not in self._memo}.values())
         if todo and self.a.name != self.b.name:
             # the predictors package schedules both (exclusive ones, e.g. hardware, alone)
-            from pmsolve.predictors import predict_many
 
             got = predict_many([self.a, self.b], todo, workers=self.workers,
                                chunk=max(1, min(64, math.ceil(len(todo) / self.workers))), executor=self.executor)

@@ -102,7 +102,8 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("--mutation", type=float, default=0.0,
                    help="mutation probability per child (default 0, as in the paper)")
     p.add_argument("--volume-weight", type=float,
-                   help="weight of the normalised µop volume against the normalised error (default 0.01; the paper: 1)")
+                   help="weight of the normalised µop volume against the normalised error "
+                        "(default 0.01; the paper: 1)")
     p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (default: all)")
     p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
     g = p.add_argument_group("extensions beyond the paper (off by default; see the README's PMEvo figures)")

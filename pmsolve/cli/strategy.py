@@ -35,7 +35,8 @@ def _add_check_strategy(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy",
                    help="pairs | ratio-pairs | uopsinfo:k=RULE | FILE (JSON list or one 'insn:n,...' per line)")
     p.add_argument("--shortcut", choices=["facile"],
-                   help="instead: search a mapping where Facile's pairwise-union shortcut differs from the exact formula")
+                   help="instead: search a mapping where Facile's pairwise-union shortcut differs from the "
+                        "exact formula")
     p.add_argument("--insns", type=int, help="number N of instructions (FILE: default the file's instructions)")
     p.add_argument("--ports", type=int, required=True, help="number K of ports")
     p.add_argument("--levels", type=int, choices=[2, 3], default=2, help="two- or three-level mappings (default 2)")

@@ -35,12 +35,16 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from pmsolve.errors import ValidationError
 from pmsolve.predictors.base import (ERROR_KINDS, Prediction, Predictor, bisect_failures, checked,
                                            error_kind)
 from pmsolve.predictors.cache import CachedPredictor, PredictionCache
+from pmsolve.predictors.hardware import HardwarePredictor
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor
+from pmsolve.predictors.mapping import MappingPredictor
+from pmsolve.predictors.osaca import OsacaPredictor
 from pmsolve.predictors.parallel import predict_many
 from pmsolve.predictors.user import CallablePredictor, CommandPredictor, callable_predictor
-from pmsolve.errors import ValidationError
 
 __all__ = ["ERROR_KINDS", "CachedPredictor", "CallablePredictor", "CommandPredictor", "Prediction",
            "PredictionCache", "Predictor", "bisect_failures", "callable_predictor", "checked", "error_kind",
@@ -104,29 +108,21 @@ def open_predictor(spec: str, *, cache: str | Path | PredictionCache | None = No
     b = lambda where: (lambda v: _bool(v, f"{spec} {where}"))  # noqa: E731
     p: Predictor
     if kind.startswith("llvm-mca"):
-        from pmsolve.predictors.llvm_mca import LlvmMcaPredictor
-
         if not arg:
             raise ValidationError("llvm-mca predictor needs a CPU: llvm-mca:znver3")
         o = _options(spec, options, {"iterations": int, "noalias": b("noalias"), "timeout": float})
         version = int(kind.split("-")[2]) if kind.count("-") == 2 else None
         p = LlvmMcaPredictor(arg, version=version, **o)
     elif kind == "osaca":
-        from pmsolve.predictors.osaca import OsacaPredictor
-
         if not arg:
             raise ValidationError("OSACA predictor needs an architecture: osaca:ZEN3")
         p = OsacaPredictor(arg, **_options(spec, options, {"lcd": b("lcd"), "timeout": float}))
     elif kind == "mapping":
-        from pmsolve.predictors.mapping import MappingPredictor
-
         if not arg:
             raise ValidationError("mapping predictor needs a file: mapping:FILE[?r_max=5]")
         o = _options(spec, options, {"r_max": float, "names": str})
         p = MappingPredictor.from_file(arg, r_max=o.get("r_max"), naming=o.get("names"))
     elif kind == "hardware":
-        from pmsolve.predictors.hardware import HardwarePredictor
-
         if arg:
             raise ValidationError(f"hardware predictor takes no argument, got {arg!r} (options go after '?')")
         p = HardwarePredictor(**_options(spec, options, {"rounds": int, "noise_tolerance": float,

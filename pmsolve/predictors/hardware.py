@@ -18,9 +18,11 @@ import re
 import threading
 from typing import Sequence
 
-from pmsolve.predictors.block import Block
-from pmsolve.predictors.base import Prediction
 from pmsolve.errors import ValidationError
+from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
+from pmsolve.harness.store import machine_fingerprint
+from pmsolve.predictors.base import Prediction
+from pmsolve.predictors.block import Block
 
 
 class HardwarePredictor:
@@ -31,9 +33,6 @@ class HardwarePredictor:
 
     def __init__(self, *, rounds: int | None = None, noise_tolerance: float | None = None,
                  timeout: float = 60.0):
-        from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
-        from pmsolve.harness.store import machine_fingerprint
-
         reason = available()
         if reason:
             raise ValidationError(f"the hardware predictor is unavailable here: {reason}")

@@ -79,7 +79,8 @@ class Strategy(StrategySpec):
                                           f"{list(insns)}; give no instruction count to take the file's names")
         u = max_uops if max_uops is not None else (1 if levels == 2 else 2)
         if levels == 2 and u != 1:
-            raise ValidationError("a µop bound (max_uops) needs three-level mappings (two-level instructions are one µop)")
+            raise ValidationError("a µop bound (max_uops) needs three-level mappings "
+                                  "(two-level instructions are one µop)")
         ports = port_names(n_ports)
         fixed = None
         if self.blocking:
