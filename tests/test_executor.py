@@ -135,7 +135,7 @@ def _campaign(universe, folder, executor):
     try:
         st = camp.run()
     finally:
-        camp.ev.close()
+        camp.pair.close()
     with sqlite3.connect(cache) as db:
         rows = db.execute("SELECT predictor, block, cycles, error FROM predictions ORDER BY 1, 2").fetchall()
     return [d.to_json() for d in st.discoveries], st.kept, rows

@@ -44,10 +44,11 @@ class Criterion:
         return self.score(a, b) > self.threshold
 
 
-class Evaluator:
-    """Both predictors on batches of blocks, split in ``workers`` parts, in parallel (through
-    :func:`pmsolve.predictors.predict_many`); answers memoised by block text. With an
-    ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its workers."""
+class PredictorPair:
+    """The two predictors AnICA compares (A and B), on batches of blocks split in ``workers``
+    parts, in parallel (through :func:`pmsolve.predictors.predict_many`); answers memoised by
+    block text. With an ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its
+    workers."""
 
     def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2, executor=None):
         self.a, self.b, self.criterion = a, b, criterion

@@ -86,7 +86,7 @@ def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign
         try:
             yield camp
         finally:
-            camp.ev.close()
+            camp.pair.close()
     finally:
         if ex is not None:
             ex.close()
@@ -95,7 +95,7 @@ def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign
 def cmd_discover(args: argparse.Namespace) -> int:
     with _campaign(args, _config(args)) as camp:
         st = camp.run()
-    html_path, json_path = report.write(st, camp.u, args.out)
+    html_path, json_path = report.write(st, camp.universe, args.out)
     summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
                "interesting": st.interesting, "seconds": round(st.elapsed, 1),
                "report": str(html_path), "json": str(json_path)}
@@ -121,7 +121,7 @@ def _generalize_in(args: argparse.Namespace) -> int:
 
 
 def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) -> int:
-    u = camp.u
+    u = camp.universe
     rng = random.Random(cfg.seed)
     if args.concrete:
         try:
@@ -139,11 +139,11 @@ def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) ->
             raise ValidationError(f"cannot allocate operands for {forms}")
         c = Concrete(tuple(forms), vals)
     blk = to_block(u, c)
-    if not camp.gen.interesting_concrete(c):
+    if not camp.generalizer.interesting_concrete(c):
         raise ValidationError("the block is not interesting for these predictors:\n" + blk.asm)
     results = []
     for order in range(cfg.orders):
-        ab, tree, score = camp.gen.generalize(c, rng)
+        ab, tree, score = camp.generalizer.generalize(c, rng)
         results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
                         "tree": [n.to_json() for n in tree]})
     if args.json:

@@ -77,7 +77,7 @@ def cmd_infer_main(args: argparse.Namespace) -> int:
     if args.out:
         save_mapping(report.mapping, args.out, "pmsolve")
     if args.json:
-        emit_json(report.as_json())
+        emit_json(report.to_json())
     else:
         print(render(report))
     return 0

@@ -65,7 +65,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
             raise ValidationError("--shortcut needs --insns N")
         v = shortcut_gap(args.insns, args.ports, max_exp_len=args.max_exp_len, backend=args.backend,
                          timeout=args.timeout)
-        emit_json(v.as_json()) if args.json else print(v.render())
+        emit_json(v.to_json()) if args.json else print(v.render())
         return 0
     if not args.strategy:
         raise ValidationError("give --strategy pairs|ratio-pairs|uopsinfo:k=RULE|FILE (or --shortcut facile)")
@@ -78,7 +78,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         found, tried = smallest_counterexample(args.strategy, max_insns=args.insns or 3, max_ports=args.ports,
                                                backend=args.backend, timeout=args.timeout, progress=note, **common)
         if args.json:
-            emit_json({"smallest": found.as_json() if found else None,
+            emit_json({"smallest": found.to_json() if found else None,
                        "sufficient_classes": [t.bounds() for t in tried if t.status == "sufficient"]})
         else:
             print(found.render() if found else f"no counterexample up to {args.insns or 3} instructions × "
@@ -91,7 +91,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         v = check_strategy(args.strategy, args.insns, args.ports, backend=args.backend, timeout=args.timeout,
                            symmetry_breaking=not args.no_symmetry_breaking, given=given,
                            encoding=args.encoding, **common)
-    emit_json(v.as_json()) if args.json else print(v.render())
+    emit_json(v.to_json()) if args.json else print(v.render())
     return 0
 
 
@@ -131,7 +131,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             for v in verdicts[-1 - (len(check.mutants) if args.mutants else 0):]:
                 print(v.render() + "\n", flush=True)
     if args.json:
-        emit_json([v.as_json() for v in verdicts])
+        emit_json([v.to_json() for v in verdicts])
     elif args.all:
         for name in PENDING:
             print(f"{name}: pending — {PENDING[name]}")

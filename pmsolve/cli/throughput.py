@@ -116,7 +116,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if path:
             heatmaps(board, path, unit, title=f"{os.path.basename(args.measurements)} ({unit})")
     if args.json:
-        emit_json({s.name: s.as_dict() for s in board.scores})
+        emit_json({s.name: s.to_json() for s in board.scores})
     else:
         print(board.table())
         print(f"{board.total} experiments; {board.common} covered by every predictor (the common columns). "

@@ -85,11 +85,11 @@ class JobReport:
     seconds: dict[str, float]
     pmevo_table: str
     notes: list[str] = field(default_factory=list)
-    cpu: dict | None = None                                  # CpuIdentity.as_json() on hardware
-    models: list[dict] = field(default_factory=list)         # ModelChoice.as_json() of each comparison tool
+    cpu: dict | None = None                                  # CpuIdentity.to_json() on hardware
+    models: list[dict] = field(default_factory=list)         # ModelChoice.to_json() of each comparison tool
     reference: dict | None = None                            # the host's published singles, if any
 
-    def as_json(self) -> dict:
+    def to_json(self) -> dict:
         return {"machine": self.machine, "cpu": self.cpu, "models": self.models, "reference_singles": self.reference,
                 "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
                 "singles": self.singles, "accuracy": self.accuracy, "seconds": self.seconds, "notes": self.notes,
@@ -199,7 +199,7 @@ def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> di
         pairs = [(p, m) for p, m in zip(vals, measured) if p is not None and p > 0 and m == m]
         if len(pairs) >= 3:
             acc = accuracy([p for p, _ in pairs], [m for _, m in pairs])
-            out[name] = acc.as_dict()
+            out[name] = acc.to_json()
     return out
 
 
@@ -259,8 +259,8 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}
                  if ref else None)
     return JobReport(f"{cpu.describe()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
-                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.as_json(),
-                     models=[mca.as_json(), osa.as_json()], reference=reference)
+                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.to_json(),
+                     models=[mca.to_json(), osa.to_json()], reference=reference)
 
 
 def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:

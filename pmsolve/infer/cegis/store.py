@@ -30,7 +30,7 @@ def atomic_write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
-class MeasurementStore:
+class MeasurementLog:
     """Experiment → measured inverse throughput, in measurement order, optionally backed by a file."""
 
     def __init__(self, path: str | Path | None, instructions: Iterable[str], ports: int):
