@@ -1,9 +1,9 @@
 """What a command gives back: its exit status, JSON on stdout (``--json``), or a text table.
 
-The exit statuses are the contract scripts rely on (:func:`pmsolve.cli.main` re-exports them):
-bad input is always :data:`EXIT_BAD_INPUT` with one ``pmsolve: error:`` line, never a traceback;
-:data:`EXIT_NO` is a command that ran and answers "no" (CEGIS found no unique mapping, a theorem
-check or its mutant went the wrong way), so CI can gate on it.
+The exit statuses are the contract scripts rely on (:mod:`pmsolve.cli` re-exports them): bad
+input is always :data:`EXIT_BAD_INPUT` with one ``pmsolve: error:`` line, never a traceback;
+:data:`EXIT_NO` is a command that ran and answers "no" (no mapping explains the CEGIS
+measurements, a theorem check or its mutant went the wrong way), so CI can gate on it.
 """
 
 from __future__ import annotations
