@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pmsolve.anica import report  # noqa: E402
-from pmsolve.anica.predictors import open_predictor  # noqa: E402
+from pmsolve.predictors import open_predictor  # noqa: E402
 from pmsolve.anica.campaign import Campaign  # noqa: E402
 from pmsolve.anica.config import Config  # noqa: E402
 from pmsolve.anica.domain import AbstractBlock  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> int:
     log = lambda m: print(f"[{args.pair}] {m}", file=sys.stderr, flush=True)  # noqa: E731
     t0, c0 = time.monotonic(), time.process_time()
     camp = Campaign(cfg, out, a, b, progress=log)
-    u = camp.u
+    u = camp.universe
 
     # the test set: 4-instruction blocks of the campaign's universe
     rng = random.Random(f"testset:{args.seed}")
@@ -100,14 +100,14 @@ def main() -> int:
             test.append(c)
     log(f"predicting {len(test)} test blocks")
     t1 = time.monotonic()
-    preds = camp.ev.predict([to_block(u, c) for c in test])
+    preds = camp.pair.predict([to_block(u, c) for c in test])
     test_s = time.monotonic() - t1
-    crit = camp.ev.criterion
+    crit = camp.pair.criterion
     inter = [c for c, (x, y) in zip(test, preds) if crit.interesting(x, y)]
     errors = sum(1 for x, y in preds if not (x.ok and y.ok))
 
     st = camp.run()
-    camp.ev.close()
+    camp.pair.close()
     final = st.final()
     log(f"coverage of {len(inter)} interesting test blocks by {len(final)} discoveries")
     table = coverage_table(u, [d.block for d in final], inter)

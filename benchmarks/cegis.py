@@ -55,7 +55,7 @@ from fractions import Fraction
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pmsolve.errors import PmsolveError
-from pmsolve.executor import add_executor_arguments, executor_from_args
+from pmsolve.cli.flags import add_executor_arguments, executor_from_args
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.metrics import pearson

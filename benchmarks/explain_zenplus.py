@@ -66,19 +66,19 @@ class MacroOpCounter:
     """The simulated oracle, but its counter reports the study's measured macro-op counts."""
 
     def __init__(self, oracle: SimulatedOracle, counts: dict[str, int]):
-        self.o, self.counts = oracle, counts
+        self.oracle, self.counts = oracle, counts
 
-    instructions = property(lambda self: self.o.instructions)
+    instructions = property(lambda self: self.oracle.instructions)
     has_uop_counter = property(lambda self: True)
 
     def measure(self, exps):
-        return self.o.measure(exps)
+        return self.oracle.measure(exps)
 
     def uop_counts(self, exps):
         return [float(sum(n * self.counts[i] for i, n in e.items())) for e in exps]
 
     def describe(self):
-        return self.o.describe() + ", macro-op counter"
+        return self.oracle.describe() + ", macro-op counter"
 
 
 def why(insn: str, result) -> str:

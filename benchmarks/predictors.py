@@ -40,9 +40,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pmsolve.anica.block import Block  # noqa: E402
-from pmsolve.anica.predictors import CachedPredictor, predict_many  # noqa: E402
-from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor  # noqa: E402
+from pmsolve.predictors.block import Block  # noqa: E402
+from pmsolve.predictors import CachedPredictor, predict_many  # noqa: E402
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor  # noqa: E402
 from pmsolve.harness.allocation import allocate  # noqa: E402
 from pmsolve.jobs.host import DEFAULT_SCHEMES  # noqa: E402
 from pmsolve.isa import load_catalogue  # noqa: E402
@@ -91,7 +91,7 @@ def main() -> None:
 
     osaca_rows = []
     try:
-        from pmsolve.anica.predictors.osaca import OsacaPredictor
+        from pmsolve.predictors.osaca import OsacaPredictor
 
         osa = OsacaPredictor(args.arch)
         part = blocks[:args.osaca]
@@ -115,7 +115,7 @@ def main() -> None:
     rows += osaca_rows
 
     if EXPLAINABLE.exists():
-        from pmsolve.anica.predictors import open_predictor
+        from pmsolve.predictors import open_predictor
 
         mp = open_predictor(f"mapping:{EXPLAINABLE}?r_max=5")
         mres, t_map = timed(lambda: mp.predict(blocks))

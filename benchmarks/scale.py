@@ -48,7 +48,7 @@ from functools import partial
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pmsolve.anica.domain import AbstractBlock, Form, Universe  # noqa: E402
-from pmsolve.anica.predictors import open_predictor, predict_many  # noqa: E402
+from pmsolve.predictors import open_predictor, predict_many  # noqa: E402
 from pmsolve.anica.sampler import Sampler, to_block  # noqa: E402
 from pmsolve.executor import dask_available, open_executor  # noqa: E402
 from pmsolve.harness import SimulatedOracle  # noqa: E402

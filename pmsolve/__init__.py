@@ -10,8 +10,9 @@ The names a researcher needs are here (as pysmt's ``shortcuts``):
     m = load_mapping("mapping.json")
     inverse_throughput(m, Experiment({"add": 2, "mul": 1}))
 
-They are loaded on first use, so ``import pmsolve.harness.worker`` (the lean measurement
-process) pulls in neither numpy nor the solver layers. Everything else lives in its room:
+They are loaded on first use, so importing one room (``pmsolve.harness``, say, which the
+measurement worker process imports) pulls in none of the solver layers. Everything else lives
+in its room:
 ``pmsolve.symbolic`` (the IR), ``pmsolve.backends``, ``pmsolve.encodings``,
 ``pmsolve.strategy``, ``pmsolve.infer``, ``pmsolve.testing``, ...
 """

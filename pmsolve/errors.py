@@ -27,3 +27,7 @@ class SolverError(PmsolveError, RuntimeError):
 class OutputError(PmsolveError):
     """An output path cannot be written safely: a directory or socket is there, its directory is
     missing or not writable, or the write failed (:mod:`pmsolve.fileio`)."""
+
+
+class MeasurementError(PmsolveError, RuntimeError):
+    """An experiment could not be measured (assembler rejection, fault, worker failure)."""

@@ -21,7 +21,6 @@ replaces a broken pool and resubmits what had not finished.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import contextvars
 import functools
@@ -87,7 +86,7 @@ class PoolExecutor(Executor):
 
     def __init__(self, workers: int, retries: int = 3):
         if workers < 1:
-            raise ValidationError(f"--workers must be at least 1, got {workers}")
+            raise ValidationError(f"workers must be at least 1, got {workers}")
         self.workers, self.retries = workers, retries
         self._pool: ProcessPoolExecutor | None = None
 
@@ -167,7 +166,7 @@ class DaskExecutor(Executor):
             self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         else:
             if workers < 1:
-                raise ValidationError(f"--workers must be at least 1, got {workers}")
+                raise ValidationError(f"workers must be at least 1, got {workers}")
             import dask
 
             # Dask's nannies set MALLOC_TRIM_THRESHOLD_, which turns off glibc's dynamic mmap
@@ -257,9 +256,9 @@ def open_executor(kind: str | None = None, *, workers: int = 1, scheduler: str |
     if kind not in KINDS:
         raise ValidationError(f"unknown executor {kind!r}: choose one of {', '.join(KINDS)}")
     if workers < 1:
-        raise ValidationError(f"--workers must be at least 1, got {workers}")
+        raise ValidationError(f"workers must be at least 1, got {workers}")
     if scheduler and kind not in ("auto", "dask"):
-        raise ValidationError(f"--scheduler needs the dask executor, not {kind!r}")
+        raise ValidationError(f"a scheduler needs the dask executor, not {kind!r}")
     if kind == "auto":
         kind = "dask" if scheduler else ("serial" if workers == 1 else "pool")
     if kind == "serial":
@@ -269,40 +268,13 @@ def open_executor(kind: str | None = None, *, workers: int = 1, scheduler: str |
     return DaskExecutor(scheduler, workers, retries)
 
 
-def add_executor_arguments(parser: argparse.ArgumentParser, *, workers: bool = True, default_workers: int = 1,
-                           workers_help: str = "parallel workers") -> None:
-    """``--workers N``, ``--scheduler tcp://HOST:PORT`` and ``--executor KIND``: the same flags on
-    every command that fans work out (read them back with :func:`executor_from_args`).
-    ``workers=False`` for a command that already has its own ``--workers``."""
-    if workers:
-        parser.add_argument("--workers", type=int, default=default_workers,
-                            help=f"{workers_help} (default {default_workers}; a local process pool, or with "
-                                 f"--executor dask a Dask LocalCluster of that many processes)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="run the work on this Dask scheduler's workers (pip install 'pmsolve[dask]')")
-    parser.add_argument("--executor", choices=KINDS, default=None,
-                        help=f"serial, pool or dask (default: ${ENV_VAR} or auto: dask with --scheduler, "
-                             f"serial for 1 worker, else pool)")
-
-
-def executor_from_args(args: argparse.Namespace, *, workers: int | None = None,
-                       optional: bool = False) -> Executor | None:
-    """The executor the flags name. ``optional``: None unless ``--executor``, ``--scheduler`` or
-    ``$PMSOLVE_EXECUTOR`` asks for one (for commands whose default is their own threads)."""
-    kind, scheduler = getattr(args, "executor", None), getattr(args, "scheduler", None)
-    if optional and not (kind or scheduler or os.environ.get(ENV_VAR)):
-        return None
-    n = workers if workers is not None else (getattr(args, "workers", None) or 1)
-    return open_executor(kind, workers=n, scheduler=scheduler)
-
-
 _CURRENT: contextvars.ContextVar[Executor | None] = contextvars.ContextVar("pmsolve_executor", default=None)
 
 
 @contextlib.contextmanager
 def use_executor(executor: Executor) -> Iterator[Executor]:
     """Make ``executor`` the ambient one (:func:`current_executor`) inside the block: how a
-    command's ``--scheduler`` reaches library code that was not handed an executor."""
+    caller's choice of executor reaches library code that was not handed one."""
     token = _CURRENT.set(executor)
     try:
         yield executor
@@ -312,22 +284,6 @@ def use_executor(executor: Executor) -> Iterator[Executor]:
 
 def current_executor() -> Executor | None:
     return _CURRENT.get()
-
-
-def extend_command(parser: argparse.ArgumentParser) -> None:
-    """Give an existing command that has its own ``--workers`` the ``--scheduler``/``--executor``
-    flags: when asked for, its handler runs with that executor ambient (:func:`use_executor`)."""
-    add_executor_arguments(parser, workers=False)
-    inner = parser.get_default("func")
-
-    def run(args: argparse.Namespace) -> int:
-        ex = executor_from_args(args, optional=True)
-        if ex is None:
-            return inner(args)
-        with ex, use_executor(ex):
-            return inner(args)
-
-    parser.set_defaults(func=run)
 
 
 def chunked(items: Sequence[Any], size: int) -> list[list[Any]]:

@@ -31,7 +31,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from pmsolve.errors import OutputError
+from pmsolve.errors import OutputError, ValidationError
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -173,8 +173,6 @@ def atomic_write_text(path: str | Path, text: str, what: str = "output file") ->
 
 def read_state(path: str | Path, fmt: str, what: str) -> dict:
     """Read a JSON state file written by this package, refusing anything else in one line."""
-    from pmsolve.errors import ValidationError
-
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

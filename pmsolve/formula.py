@@ -190,7 +190,7 @@ class CompiledMapping:
 
     @classmethod
     def _build(cls, mapping: PortMapping) -> "CompiledMapping":
-        from scipy.sparse import csr_matrix
+        from scipy.sparse import csr_matrix  # lazily: scipy.sparse takes ~0.3 s to import; the exact formula needs none
 
         if len(mapping.ports) > 64:
             raise ValidationError("the batch evaluator supports at most 64 ports")
@@ -271,7 +271,7 @@ def _compile(mappings: list[PortMapping], cut: np.ndarray, experiments: Sequence
     × port sets) is every pair's µop multiset; pairs are then grouped by their number of
     distinct µops. The Python work per pair is one dict lookup per (instruction, count) item.
     Mapping g's experiments are experiments[cut[g]:cut[g + 1]]; `order` maps back to pairs."""
-    from scipy.sparse import block_diag, csr_matrix
+    from scipy.sparse import block_diag, csr_matrix  # lazily, as in CompiledMapping._build
 
     n = len(experiments)
     if n == 0:

@@ -24,8 +24,11 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.formats import _read_json, load_mapping
+from pmsolve.isa.bridge import detect_naming, scheme_key
 from pmsolve.metrics import Accuracy, accuracy
 from pmsolve.model import Experiment, Measurement, PortMapping
+from pmsolve.throughput import evaluate_many
 
 Translate = Callable[[str], "str | None"]
 
@@ -80,8 +83,6 @@ def palmed_from_json(data: object, source: str = "") -> PalmedModel:
 
 
 def load_palmed(path: str | Path) -> PalmedModel:
-    from pmsolve.formats import _read_json
-
     return palmed_from_json(_read_json(path), str(path))
 
 
@@ -137,8 +138,6 @@ def bridge_translator(target_names: Sequence[str], source_naming: str, target_na
 
     ``target_key`` replaces the bridge's parser for target names it does not know (Palmed's).
     Identical namings translate by identity first."""
-    from pmsolve.isa.bridge import detect_naming, scheme_key
-
     targets = list(target_names)
     if target_key is None:
         target_naming = target_naming or detect_naming(targets)
@@ -170,7 +169,7 @@ def _canon_key(key: str) -> str:
 # ----------------------------------------------------------------------------- predictors
 
 @dataclass(frozen=True)
-class Predictor:
+class ExperimentPredictor:
     """A named predictor: ``predict`` gives cycles per iteration or None (not covered) per
     experiment; ``translate`` maps the measurement file's names to the predictor's."""
 
@@ -190,9 +189,7 @@ def _translated(exps: Sequence[Experiment], translate: Translate) -> list[Experi
 
 
 def mapping_predictor(name: str, mapping: PortMapping, translate: Translate, r_max: float | None,
-                      schemes: Sequence[str]) -> Predictor:
-    from pmsolve.throughput import evaluate_many
-
+                      schemes: Sequence[str]) -> ExperimentPredictor:
     def predict(exps: Sequence[Experiment]) -> list[float | None]:
         tr = _translated(exps, lambda n: t if (t := translate(n)) in mapping.uops else None)
         ok = [e for e in tr if e is not None]
@@ -201,18 +198,18 @@ def mapping_predictor(name: str, mapping: PortMapping, translate: Translate, r_m
 
     known = sum(1 for s in schemes if translate(s) in mapping.uops)
     detail = "port mapping" + (f", R_max {r_max:g}" if r_max else "")
-    return Predictor(name, "mapping", predict, known, detail)
+    return ExperimentPredictor(name, "mapping", predict, known, detail)
 
 
-def palmed_predictor(name: str, model: PalmedModel, translate: Translate, schemes: Sequence[str]) -> Predictor:
+def palmed_predictor(name: str, model: PalmedModel, translate: Translate, schemes: Sequence[str]) -> ExperimentPredictor:
     def predict(exps: Sequence[Experiment]) -> list[float | None]:
         return [None if e is None else model.inverse_throughput(e) for e in _translated(exps, translate)]
 
     known = sum(1 for s in schemes if translate(s) is not None)
-    return Predictor(name, "palmed", predict, known, "conjunctive resource model")
+    return ExperimentPredictor(name, "palmed", predict, known, "conjunctive resource model")
 
 
-def recorded_predictor(name: str, measurements: Sequence[Measurement]) -> Predictor:
+def recorded_predictor(name: str, measurements: Sequence[Measurement]) -> ExperimentPredictor:
     """Answers recorded beside the measurements: by position for the measurement list itself
     (an experiment may occur twice with different answers), by experiment otherwise."""
     order = [m.experiment for m in measurements]
@@ -226,7 +223,7 @@ def recorded_predictor(name: str, measurements: Sequence[Measurement]) -> Predic
             return list(answers)
         return [by_exp.get(e) for e in exps]
 
-    return Predictor(name, "recorded", predict, 0, "answers recorded in the measurement file")
+    return ExperimentPredictor(name, "recorded", predict, 0, "answers recorded in the measurement file")
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -246,12 +243,12 @@ class Score:
     common_cycles: Accuracy | None
     common_ipc: Accuracy | None
 
-    def as_dict(self) -> dict:
-        out = self.cycles.as_dict() if self.cycles else {"n": 0}
+    def to_json(self) -> dict:
+        out = self.cycles.to_json() if self.cycles else {"n": 0}
         out.update(covered=self.covered, total=self.total, known_schemes=self.known, detail=self.detail)
         for key in ("ipc", "common_cycles", "common_ipc"):
             acc = getattr(self, key)
-            out[key] = acc.as_dict() if acc else None
+            out[key] = acc.to_json() if acc else None
         return out
 
 
@@ -280,7 +277,7 @@ def _acc(pred: np.ndarray, meas: np.ndarray) -> Accuracy | None:
     return accuracy(pred, meas) if len(pred) >= 2 else None
 
 
-def score(measurements: Sequence[Measurement], predictors: Sequence[Predictor]) -> Leaderboard:
+def score(measurements: Sequence[Measurement], predictors: Sequence[ExperimentPredictor]) -> Leaderboard:
     """Score every predictor on the experiments it covers and on the common subset."""
     if not measurements:
         raise ValidationError("no measurements to score")
@@ -316,7 +313,7 @@ def score(measurements: Sequence[Measurement], predictors: Sequence[Predictor]) 
 def heatmaps(board: Leaderboard, path: str | Path, unit: str = "cycles", title: str = "", bins: int = 50) -> None:
     """One predicted-vs-measured 2-D histogram per predictor (each on what it covers), in cycles
     per iteration or in IPC, log colour scale, diagonal drawn (like Fig. 6.3)."""
-    import matplotlib
+    import matplotlib  # lazily: only heat maps need matplotlib (~0.6 s to import)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -379,18 +376,15 @@ def parse_mapping_spec(spec: str) -> tuple[str, str | None, float | None]:
 
 
 def predictors_for(measurements: Sequence[Measurement], mappings: Sequence[str] = (), palmed: Sequence[str] = (),
-                   others: bool = False, r_max: float | None = None) -> list[Predictor]:
+                   others: bool = False, r_max: float | None = None) -> list[ExperimentPredictor]:
     """Build predictors from mapping specs, Palmed files and the recorded answers, each with a
     translator from the measurement file's naming to its own."""
-    from pmsolve.formats import load_mapping
-    from pmsolve.isa.bridge import detect_naming
-
     schemes = sorted({i for m in measurements for i in m.experiment})
     try:
         naming = detect_naming(schemes)
     except ValidationError:
         naming = ""
-    out: list[Predictor] = []
+    out: list[ExperimentPredictor] = []
     for spec in mappings:
         path, label, rm = parse_mapping_spec(spec)
         mapping = load_mapping(path)

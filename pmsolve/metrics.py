@@ -30,7 +30,7 @@ class Accuracy:
     def mape_percent(self) -> float:
         return 100 * self.mape
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict:
         return asdict(self)
 
     def __str__(self) -> str:
@@ -63,7 +63,7 @@ def pearson(predicted: Sequence[float], measured: Sequence[float]) -> float:
 
 
 def kendall_tau_b(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    from scipy.stats import kendalltau
+    from scipy.stats import kendalltau  # lazily: scipy.stats takes ~1 s to import
 
     p, m = _arrays(predicted, measured)
     return float(kendalltau(p, m, variant="b").statistic)
@@ -75,7 +75,7 @@ def accuracy(predicted: Sequence[float], measured: Sequence[float]) -> Accuracy:
 
 
 @dataclass(frozen=True)
-class Misfit:
+class Deviation:
     """One experiment's prediction against its measurement; ``error`` is relative (a fraction)."""
 
     experiment: Any
@@ -96,21 +96,21 @@ class Report:
     """The accuracy of predictions against measurements, with the experiments behind it."""
 
     accuracy: Accuracy
-    misfits: tuple[Misfit, ...]
+    deviations: tuple[Deviation, ...]
 
-    def worst(self, k: int = 10) -> list[Misfit]:
+    def worst(self, k: int = 10) -> list[Deviation]:
         """The k experiments with the largest relative error, worst first."""
         if k < 0:
             raise ValidationError(f"k must be ≥ 0, got {k}")
-        return sorted(self.misfits, key=lambda x: -x.error)[:k]
+        return sorted(self.deviations, key=lambda x: -x.error)[:k]
 
     def __str__(self) -> str:
         return "\n".join([str(self.accuracy), "worst:"] + [f"  {x}" for x in self.worst(5)])
 
 
 def report(experiments: Sequence[Any], predicted: Sequence[float], measured: Sequence[float]) -> Report:
-    """An evaluation report: `accuracy` of the predictions, and per experiment its misfit."""
+    """An evaluation report: `accuracy` of the predictions, and per experiment its deviation."""
     p, m = _arrays(predicted, measured)
     if len(experiments) != len(p):
         raise ValidationError(f"{len(experiments)} experiments for {len(p)} predictions")
-    return Report(accuracy(p, m), tuple(Misfit(e, float(a), float(b)) for e, a, b in zip(experiments, p, m)))
+    return Report(accuracy(p, m), tuple(Deviation(e, float(a), float(b)) for e, a, b in zip(experiments, p, m)))

@@ -112,7 +112,7 @@ def optimal_schedule_length(mapping: PortMapping, experiment: Experiment, iterat
     transportation problem, decided exactly by integer max-flow. T is found by bisection.
     The µops are read from `mapping.uops` per instruction (not the merged µop masses).
     """
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csr_matrix  # lazily: only the schedule route needs scipy
     from scipy.sparse.csgraph import maximum_flow
 
     if iterations < 1:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import evaluate_many
 

@@ -8,8 +8,8 @@ import time
 from typing import Sequence
 
 import anica_helpers as H
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction
 
 
 def slow_square(x: int) -> int:

@@ -178,7 +178,7 @@ def test_allocated_evex_blocks_assemble():
 def test_hardware_measures_zmm_and_mask_schemes():
     """On a CPU with AVX-512F the hardware oracle runs zmm, masked, broadcast and mask-register
     schemes (no fault, a positive finite cycle count; no timing bound on a shared VM)."""
-    from pmsolve.harness.hardware import HardwareOracle, Settings, available
+    from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
     from pmsolve.isa.catalogue import feature_supported, host_features
 
     if available() is not None:
@@ -189,7 +189,7 @@ def test_hardware_measures_zmm_and_mask_schemes():
     from pmsolve.model import Experiment
 
     names = ["vaddpd_zmm_zmm_zmm", "vaddpd_zmm_zmm_zmm_k", "vaddpd_zmm_zmm_m64bcst", "kandw_k_k_k"]
-    with HardwareOracle(names, Settings(rounds=3, target_ticks=20_000), on_error="nan") as hw:
+    with HardwareOracle(names, HarnessSettings(rounds=3, target_ticks=20_000), on_error="nan") as hw:
         got = hw.measure([Experiment({n: 1}) for n in names] + [Experiment({n: 1 for n in names})])
         errors = [r.error for r in hw.results.values() if r.error]
     assert not errors, errors
@@ -200,7 +200,7 @@ def test_frame_guards_its_avx512_setup():
     """The measurement frame must run on CPUs without AVX-512: every zmm/k instruction sits
     behind the XCR0 check, zmm0-15 keep VEX (clean upper) initialisation, masks k1-k7 are set,
     and vzeroupper comes before the return."""
-    from pmsolve.harness.hardware import frame
+    from pmsolve.harness.assemble import frame
 
     lines = [ln.strip() for ln in frame().splitlines() if ln.strip()]
     guard = lines.index("jne .L{name}_no_avx512")

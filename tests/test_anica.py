@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import anica_helpers as H
-from pmsolve.anica.block import Block
+from pmsolve.predictors.block import Block
 from pmsolve.anica.campaign import Campaign, load_state
 from pmsolve.anica.config import Config, parse
 from pmsolve.anica.domain import (AbstractBlock, Concrete, Universe, alias_facts, beta, contains,
                                   expansions)
 from pmsolve.anica.features import EditDistance, LogSizes, SubsetOrNone, levenshtein
-from pmsolve.anica.interesting import Criterion, Evaluator
-from pmsolve.anica.predictors.base import Prediction
+from pmsolve.anica.interesting import Criterion, PredictorPair
+from pmsolve.predictors.base import Prediction
 from pmsolve.anica.rank import by_interestingness, top_k
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import Coverage, sat_only, subsumes
@@ -196,7 +196,7 @@ def test_evaluator_survives_a_raising_predictor():
         def predict(self, blocks):
             raise RuntimeError("segfault-ish")
 
-    ev = Evaluator(H.base(), Boom(), Criterion(), workers=2)
+    ev = PredictorPair(H.base(), Boom(), Criterion(), workers=2)
     blk = Block.of([("add_r64_r64", "addq %rax, %rbx")])
     (x, y), = ev.predict([blk])
     assert x.ok and not y.ok and "segfault-ish" in y.error
@@ -218,7 +218,7 @@ def _run(cfg: Config, folder, universe, a=None, b=None):
     try:
         return camp, camp.run()
     finally:
-        camp.ev.close()
+        camp.pair.close()
 
 
 def test_campaign_finds_the_planted_bit_scan_difference(universe, tmp_path):
@@ -237,7 +237,7 @@ def test_campaign_finds_the_planted_bit_scan_difference(universe, tmp_path):
     assert bits.any()
     # filterSubsumed: no kept discovery is subsumed by another kept one
     for d in final:
-        assert not any(e.id != d.id and subsumes(camp.u, e.block, d.block) for e in final)
+        assert not any(e.id != d.id and subsumes(camp.universe, e.block, d.block) for e in final)
 
 
 def test_campaign_resume_reproduces_an_uninterrupted_run(universe, tmp_path):

@@ -56,8 +56,8 @@ def campaign_folder(tmp_path_factory):
                  seed=1, workers=1, filter_unsupported=False)
     camp = Campaign(cfg, folder, H.slow_bsf(), H.crashy(), universe=u, progress=lambda m: None)
     st = camp.run()
-    camp.ev.close()
-    report.write(st, camp.u, folder)
+    camp.pair.close()
+    report.write(st, camp.universe, folder)
     return folder
 
 

@@ -1,6 +1,5 @@
 """Backends: differential testing on a shared corpus, push/pop, cores, registry behaviour."""
 
-import argparse
 import subprocess
 import sys
 from fractions import Fraction as F
@@ -9,7 +8,7 @@ import pytest
 
 from pmsolve.backends import (
     capabilities as C, describe, format_table, get, names, open_session, register, solve,
-    unregister, add_backend_argument,
+    unregister,
 )
 from pmsolve.backends.base import Backend, RawResult, ReplayEngine
 from pmsolve.errors import SolverError
@@ -269,18 +268,10 @@ def test_results_are_indexed_by_variable_or_expression():
     assert repr(r) == "<Result sat (z3) {b = True, x = 3}>"
 
 
-def test_environment_variable_and_argparse_default(monkeypatch):
+def test_environment_variable_chooses_the_backend(monkeypatch):
     monkeypatch.setenv("PMSOLVE_BACKEND", "cvc5")
     p, _, _ = smt_appendix_b(False)
     assert solve(p).backend == "cvc5"
-    parser = argparse.ArgumentParser()
-    add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "cvc5"
-    assert parser.parse_args(["--backend", "z3"]).backend == "z3"
-    monkeypatch.delenv("PMSOLVE_BACKEND")
-    parser = argparse.ArgumentParser()
-    add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "auto"
 
 
 def test_auto_picks_by_problem_kind():

@@ -1,5 +1,6 @@
 """The command line: outputs, --json, and one clear line with exit code 2 for bad input."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 
 from pmsolve.cli import build_parser, main
+from pmsolve.cli.flags import add_backend_argument, extend_with_executor
+from pmsolve.executor import PoolExecutor, current_executor
 from pmsolve.formats import load_mapping, save_experiments, save_mapping
 from pmsolve.generate import random_experiment, random_mapping
 from pmsolve.model import Measurement, PortMapping
@@ -31,15 +34,60 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_help_lists_every_command():
-    text = build_parser().format_help()
-    for cmd in ("convert", "throughput", "evaluate", "backends", "encode", "demo"):
-        assert cmd in text
+def _commands(parser, path=("pmsolve",)):
+    """(command path, its parser, the help line its parent shows) for every (sub)command."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            shown = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield path + (name,), sub, shown.get(name)
+                yield from _commands(sub, path + (name,))
+
+
+def test_help_explains_every_command_and_flag():
+    parser = build_parser()
+    text = parser.format_help()
+    commands = list(_commands(parser))
+    assert len(commands) >= 20
+    for path, sub, shown in commands:
+        assert shown, f"{' '.join(path)} has no help line"
+        assert sub.description, f"{' '.join(path)} has no description"
+        if len(path) == 2:
+            assert path[1] in text
+        for action in sub._actions:
+            if action.option_strings or not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}: no help"
 
 
 def test_console_script_runs_as_module():
     res = subprocess.run([sys.executable, "-m", "pmsolve.cli", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "throughput" in res.stdout
+
+
+def test_backend_flag_defaults_to_the_environment(monkeypatch):
+    monkeypatch.setenv("PMSOLVE_BACKEND", "cvc5")
+    parser = argparse.ArgumentParser()
+    add_backend_argument(parser)
+    assert parser.parse_args([]).backend == "cvc5"
+    assert parser.parse_args(["--backend", "z3"]).backend == "z3"
+    monkeypatch.delenv("PMSOLVE_BACKEND")
+    parser = argparse.ArgumentParser()
+    add_backend_argument(parser)
+    assert parser.parse_args([]).backend == "auto"
+
+
+def test_executor_flags_make_the_asked_executor_ambient():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=1)
+    seen = []
+    parser.set_defaults(func=lambda args: seen.append(current_executor()) or 0)
+    extend_with_executor(parser)
+    for argv in ([], ["--workers", "2"], ["--executor", "pool", "--workers", "2"]):
+        args = parser.parse_args(argv)
+        assert args.func(args) == 0
+    assert seen[:2] == [None, None]  # not asked: the command's own behaviour
+    assert isinstance(seen[2], PoolExecutor) and seen[2].workers == 2 and seen[2]._pool is None  # closed
+    assert current_executor() is None
 
 
 def test_throughput_text_and_json(capsys, fig_file):

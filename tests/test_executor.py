@@ -20,11 +20,10 @@ import executor_helpers as X
 from pmsolve.anica.campaign import Campaign
 from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Universe
-from pmsolve.anica.predictors import CachedPredictor, predict_many
+from pmsolve.predictors import CachedPredictor, predict_many
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.errors import ValidationError
-from pmsolve.executor import (PoolExecutor, SerialExecutor, current_executor, dask_available, extend_command,
-                              open_executor)
+from pmsolve.executor import PoolExecutor, SerialExecutor, current_executor, dask_available, open_executor
 from pmsolve.harness import SimulatedOracle
 from pmsolve.infer.pmevo import EvolutionConfig, infer
 from pmsolve.model import Experiment, PortMapping
@@ -59,22 +58,6 @@ def test_open_executor_choices_and_errors():
         open_executor("pool", workers=2, scheduler="tcp://127.0.0.1:1")
     with pytest.raises(ValidationError, match="at least 1"):
         open_executor(workers=0)
-
-
-def test_extend_command_makes_the_asked_executor_ambient():
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, default=1)
-    seen = []
-    parser.set_defaults(func=lambda args: seen.append(current_executor()) or 0)
-    extend_command(parser)
-    for argv in ([], ["--workers", "2"], ["--executor", "pool", "--workers", "2"]):
-        args = parser.parse_args(argv)
-        assert args.func(args) == 0
-    assert seen[:2] == [None, None]  # not asked: the command's own behaviour
-    assert isinstance(seen[2], PoolExecutor) and seen[2].workers == 2 and seen[2]._pool is None  # closed
-    assert current_executor() is None
 
 
 class CountingExecutor(SerialExecutor):
@@ -152,7 +135,7 @@ def _campaign(universe, folder, executor):
     try:
         st = camp.run()
     finally:
-        camp.ev.close()
+        camp.pair.close()
     with sqlite3.connect(cache) as db:
         rows = db.execute("SELECT predictor, block, cycles, error FROM predictions ORDER BY 1, 2").fetchall()
     return [d.to_json() for d in st.discoveries], st.kept, rows

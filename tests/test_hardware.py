@@ -13,8 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from pmsolve.harness.hardware import (REFERENCES, HardwareOracle, MeasurementError, Settings, assemble, available,
-                                      relative_spread)
+from pmsolve.errors import MeasurementError
+from pmsolve.harness.assemble import assemble
+from pmsolve.harness.hardware import REFERENCES, HardwareOracle, HarnessSettings, available, relative_spread
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -24,7 +25,7 @@ from pmsolve.isa.scheme import Operand, Scheme
 from pmsolve.model import Experiment, PortMapping
 
 needs_hw = pytest.mark.skipif(available() is not None, reason=str(available()))
-FAST = Settings(rounds=3, target_ticks=20_000, max_retries=2)
+FAST = HarnessSettings(rounds=3, target_ticks=20_000, max_retries=2)
 NAMES = ["add_r64_r64", "imul_r64_r64", "mov_r64_m64", "vaddpd_ymm_ymm_ymm", "vmulpd_ymm_ymm_ymm"]
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors import (CachedPredictor, PredictionCache, Prediction, callable_predictor, error_kind,
+from pmsolve.predictors.block import Block
+from pmsolve.predictors import (CachedPredictor, PredictionCache, Prediction, callable_predictor, error_kind,
                                       open_predictor, parse_spec, predict_many)
-from pmsolve.anica.predictors.llvm_mca import find_llvm_mca
-from pmsolve.anica.predictors.mapping import MappingPredictor
-from pmsolve.anica.predictors.user import CommandPredictor
+from pmsolve.predictors.llvm_mca import find_llvm_mca
+from pmsolve.predictors.mapping import MappingPredictor
+from pmsolve.predictors.user import CommandPredictor
 from pmsolve.errors import ValidationError
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import inverse_throughput
@@ -297,8 +297,8 @@ def test_cache_shared_by_threads_and_processes(tmp_path):
     assert [o.cycles for o in out["len"]] == [1.0] * 200
     code = textwrap.dedent(f"""
         import sys
-        from pmsolve.anica.block import Block
-        from pmsolve.anica.predictors import CachedPredictor, callable_predictor
+        from pmsolve.predictors.block import Block
+        from pmsolve.predictors import CachedPredictor, callable_predictor
         p = CachedPredictor(callable_predictor("len", len), {str(db)!r})
         blocks = [Block.of([("?", "insn %d" % i)]) for i in range(150, 400)]
         p.predict(blocks)
@@ -411,7 +411,7 @@ def test_hardware_predictor_measures_blocks_and_refuses_unsafe_ones():
 
 
 def test_check_block_rules():
-    from pmsolve.harness.hardware import check_block
+    from pmsolve.harness.assemble import check_block
 
     assert check_block(["addq %rax, 32(%r14)", "vaddpd 64(%r14), %ymm1, %ymm2"]) is None
     assert "disp(%r14)" in check_block(["addq %rax, (%r14,%rbx,2)"])

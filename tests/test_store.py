@@ -80,7 +80,7 @@ def test_stored_oracle_reuses_and_keys_by_settings(tmp_path):
 
 def test_errors_are_stored_not_retried(tmp_path):
     from pmsolve.errors import PmsolveError
-    from pmsolve.harness.hardware import MeasurementError
+    from pmsolve.errors import MeasurementError
 
     class Flaky(Counting):
         def measure(self, experiments):

@@ -61,7 +61,7 @@ def test_timeout_gives_unknown():
     every = from_experiments(experiments_up_to(insns, 3), "every experiment of ≤ 3 instructions")
     v = check_strategy(every, 5, 4, max_exp_len=3, timeout=0.2, backend="z3")
     assert v.status == "unknown" and v.sufficient is None and v.counterexample is None
-    assert "UNKNOWN" in v.render() and v.as_json()["verdict"] == "unknown"
+    assert "UNKNOWN" in v.render() and v.to_json()["verdict"] == "unknown"
 
 
 def test_pairs_counterexample_is_shortest_and_readable():
@@ -71,7 +71,7 @@ def test_pairs_counterexample_is_shortest_and_readable():
     assert cx.experiment.size == 3  # no experiment of ≤ 2 instructions separates such mappings
     text = v.render()
     assert "NOT SUFFICIENT" in text and str(cx.experiment) in text
-    data = json.loads(json.dumps(v.as_json()))
+    data = json.loads(json.dumps(v.to_json()))
     assert data["verdict"] == "counterexample"
     assert {e["tp"] for e in data["counterexample"]["strategy_experiments"]} <= {"1", "1/2", "1/3", "2/3", "3/2"}
 

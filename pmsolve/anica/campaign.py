@@ -19,25 +19,24 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from pmsolve.anica.config import Config
-from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe
-from pmsolve.anica.generalize import Generalizer, Settings
-from pmsolve.anica.interesting import Criterion, Evaluator
-from pmsolve.anica.predictors.base import Predictor
+from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe, beta
+from pmsolve.anica.generalize import Generalizer, GeneralizeSettings
+from pmsolve.anica.interesting import Criterion, PredictorPair
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
+from pmsolve.anica.uops import uop_counts
 from pmsolve.errors import FormatError, ValidationError
 from pmsolve.fileio import atomic_write_text
+from pmsolve.isa import load_catalogue
+from pmsolve.predictors.base import Predictor
 
 STATE = "state.json"
 
 
 def build_universe(cfg: Config) -> Universe:
-    from pmsolve.anica.uops import uop_counts
-    from pmsolve.isa import load_catalogue
-
     cat = load_catalogue()
     offered = {s.name for s in cat.offered()}
     schemes = [s for s in cat.filter(cfg.isa_filter) if s.name in offered]
@@ -47,6 +46,13 @@ def build_universe(cfg: Config) -> Universe:
     if cfg.lock_variants:
         forms += [Form(s, True) for s in schemes if s.lock and s.memory == "load+store"]
     return Universe(forms, uop_counts(schemes, cfg.uops))
+
+
+def supported_universe(full: Universe, unsupported: Iterable[str]) -> Universe:
+    """``full`` without the forms a predictor fails on alone (every form keeps its µop count)."""
+    bad = set(unsupported)
+    return Universe([f for f in full.forms if f.key not in bad],
+                    {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
 
 
 @dataclass
@@ -150,17 +156,15 @@ class Campaign:
         self.cfg = cfg
         self.state.finished = self.state.finished and self._done() is not None
         full = universe or build_universe(cfg)
-        self.ev = Evaluator(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers, executor=executor)
+        self.pair = PredictorPair(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers, executor=executor)
         self._predicted0 = self.state.predicted
         if self.state.unsupported is None:
             self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []
             self.save()
-        bad = set(self.state.unsupported)
-        self.u = Universe([f for f in full.forms if f.key not in bad],
-                          {f.scheme.name: full.feats[k]["uops"] for k, f in enumerate(full.forms)})
-        self.sampler = Sampler(self.u)
-        self.gen = Generalizer(self.u, self.sampler, self.ev,
-                               Settings(cfg.samples, cfg.chunk, cfg.witnesses))
+        self.universe = supported_universe(full, self.state.unsupported)
+        self.sampler = Sampler(self.universe)
+        self.generalizer = Generalizer(self.universe, self.sampler, self.pair,
+                               GeneralizeSettings(cfg.samples, cfg.chunk, cfg.witnesses))
 
     def _unsupported(self, u: Universe) -> list[str]:
         """Forms a predictor fails on (or predicts ≤ 0 for) alone (sec. 8.2.2, footnote 20)."""
@@ -170,7 +174,7 @@ class Campaign:
             c = smp.sample(AbstractBlock((u.beta_insn(u.forms[k].key),)), random.Random(k))
             blocks.append(to_block(u, c) if c is not None and c.forms[0] == u.forms[k].key else None)
         valid = [b for b in blocks if b is not None]
-        preds = iter(self.ev.predict(valid))
+        preds = iter(self.pair.predict(valid))
         out = []
         for form, blk in zip(u.forms, blocks):
             if blk is None:
@@ -183,7 +187,7 @@ class Campaign:
         return out
 
     def save(self) -> None:
-        self.state.predicted = self._predicted0 + self.ev.predicted
+        self.state.predicted = self._predicted0 + self.pair.predicted
         atomic_write_text(self.folder / STATE, json.dumps(self.state.to_json(), indent=1))
 
     def _done(self) -> str | None:
@@ -209,7 +213,7 @@ class Campaign:
         return out
 
     def subsumed_by_any(self, ab: AbstractBlock) -> bool:
-        return any(subsumes(self.u, d.block, ab) for d in self.state.discoveries)
+        return any(subsumes(self.universe, d.block, ab) for d in self.state.discoveries)
 
     def run(self) -> State:
         s = self.state
@@ -219,8 +223,8 @@ class Campaign:
             return s
         while (why := self._done()) is None:
             cands = self.batch_blocks(s.batch)
-            texts = [to_block(self.u, c) for c in cands]
-            scores = self.ev.scores(texts)
+            texts = [to_block(self.universe, c) for c in cands]
+            scores = self.pair.scores(texts)
             for pos in range(s.pos, len(cands)):
                 s.sampled += 1
                 s.since_new += 1
@@ -241,7 +245,7 @@ class Campaign:
                 last = s.elapsed
                 self.progress(f"batch {s.batch}: {s.sampled} sampled, {s.interesting} interesting, "
                               f"{s.subsumed} already subsumed, {len(s.discoveries)} discoveries, "
-                              f"{self.ev.predicted} predictions, {s.elapsed:.0f} s")
+                              f"{self.pair.predicted} predictions, {s.elapsed:.0f} s")
             self.save()
         self.progress(f"stopping: {why}; filtering subsumed discoveries")
         s.kept = self.filter_subsumed()
@@ -252,18 +256,17 @@ class Campaign:
 
     def _handle(self, cand: Concrete, origin: list[str], rng: random.Random, batch: int) -> None:
         s = self.state
-        small = self.gen.minimize(cand, rng)
-        from pmsolve.anica.domain import beta
+        small = self.generalizer.minimize(cand, rng)
 
-        if self.subsumed_by_any(beta(self.u, small)):
+        if self.subsumed_by_any(beta(self.universe, small)):
             s.subsumed += 1
             return
         for order in range(self.cfg.orders):
-            ab, tree, score = self.gen.generalize(small, rng)
+            ab, tree, score = self.generalizer.generalize(small, rng)
             if self.subsumed_by_any(ab):
                 continue
             s.discoveries.append(Discovery(len(s.discoveries), ab, [n.to_json() for n in tree], score, origin,
-                                           {"concrete": small.to_json(), "asm": to_block(self.u, small).lines},
+                                           {"concrete": small.to_json(), "asm": to_block(self.universe, small).lines},
                                            batch, order))
             s.since_new = 0
 
@@ -273,7 +276,7 @@ class Campaign:
         dropped: set[int] = set()
         for i, d in enumerate(ds):
             for j, e in enumerate(ds):
-                if i != j and j not in dropped and subsumes(self.u, e.block, d.block):
+                if i != j and j not in dropped and subsumes(self.universe, e.block, d.block):
                     dropped.add(i)
                     break
         return [d.id for k, d in enumerate(ds) if k not in dropped]

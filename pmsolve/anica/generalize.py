@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from pmsolve.anica.domain import AbstractBlock, Concrete, Expansion, Universe, beta, expansions
-from pmsolve.anica.interesting import Evaluator
+from pmsolve.anica.interesting import PredictorPair
 from pmsolve.anica.sampler import Sampler, to_block
 
 
 @dataclass(frozen=True)
-class Witness:
+class JudgedBlock:
     """One evaluated block: its text, both predictions (or errors) and the score."""
 
     asm: tuple[str, ...]
@@ -38,14 +38,14 @@ class Witness:
 
 
 @dataclass
-class Node:
+class TreeNode:
     """A generalisation-tree node: the block after ``expansion`` and whether it was kept."""
 
     block: AbstractBlock
     expansion: str
     accepted: bool
     note: str
-    witnesses: list[Witness] = field(default_factory=list)
+    witnesses: list[JudgedBlock] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"expansion": self.expansion, "accepted": self.accepted, "note": self.note,
@@ -54,41 +54,44 @@ class Node:
 
 
 @dataclass(frozen=True)
-class Settings:
+class GeneralizeSettings:
+    """Blocks sampled per interestingness check, judged ``chunk`` at a time; judged blocks kept per tree node."""
+
     samples: int = 30
     chunk: int = 10
     keep_witnesses: int = 3
 
 
 class Generalizer:
-    def __init__(self, universe: Universe, sampler: Sampler, ev: Evaluator, settings: Settings = Settings()):
-        self.u, self.sampler, self.ev, self.s = universe, sampler, ev, settings
+    def __init__(self, universe: Universe, sampler: Sampler, pair: PredictorPair,
+                 settings: GeneralizeSettings = GeneralizeSettings()):
+        self.universe, self.sampler, self.pair, self.settings = universe, sampler, pair, settings
         self.checks = 0
 
-    def witnesses(self, blocks: list[Concrete]) -> list[Witness]:
-        texts = [to_block(self.u, c) for c in blocks]
+    def witnesses(self, blocks: list[Concrete]) -> list[JudgedBlock]:
+        texts = [to_block(self.universe, c) for c in blocks]
         out = []
-        for blk, (x, y) in zip(texts, self.ev.predict(texts)):
+        for blk, (x, y) in zip(texts, self.pair.predict(texts)):
             err = "; ".join(f"{n}: {p.error}" for n, p in (("A", x), ("B", y)) if not p.ok) or None
-            out.append(Witness(tuple(blk.lines), x.cycles, y.cycles, err, self.ev.criterion.score(x, y)))
+            out.append(JudgedBlock(tuple(blk.lines), x.cycles, y.cycles, err, self.pair.criterion.score(x, y)))
         return out
 
     def interesting_concrete(self, c: Concrete) -> bool:
-        return self.witnesses([c])[0].score > self.ev.criterion.threshold
+        return self.witnesses([c])[0].score > self.pair.criterion.threshold
 
-    def check(self, ab: AbstractBlock, rng: random.Random) -> tuple[bool, list[Witness], str]:
+    def check(self, ab: AbstractBlock, rng: random.Random) -> tuple[bool, list[JudgedBlock], str]:
         """(all samples interesting?, the samples judged, why not)."""
         self.checks += 1
-        judged: list[Witness] = []
-        todo = self.s.samples
+        judged: list[JudgedBlock] = []
+        todo = self.settings.samples
         while todo > 0:
-            n = min(self.s.chunk, todo)
+            n = min(self.settings.chunk, todo)
             drawn = [self.sampler.sample(ab, rng) for _ in range(n)]
             if any(c is None for c in drawn):
                 return False, judged, "sampling failed (conflicting constraints)"
             ws = self.witnesses(drawn)
             judged += ws
-            bad = [w for w in ws if w.score <= self.ev.criterion.threshold]
+            bad = [w for w in ws if w.score <= self.pair.criterion.threshold]
             if bad:
                 return False, judged, "a sample is not interesting"
             todo -= n
@@ -107,11 +110,11 @@ class Generalizer:
                 keep = trial
         return _pick(c, keep)
 
-    def generalize(self, c: Concrete, rng: random.Random) -> tuple[AbstractBlock, list[Node], float]:
+    def generalize(self, c: Concrete, rng: random.Random) -> tuple[AbstractBlock, list[TreeNode], float]:
         """Alg. 8.2 with a random expansion order; returns (result, tree, mean sample score)."""
-        ab = beta(self.u, c)
+        ab = beta(self.universe, c)
         ok, ws, why = self.check(ab, rng)
-        tree = [Node(ab, "β(block)", ok, why, ws[: self.s.keep_witnesses] if ok else ws[-1:])]
+        tree = [TreeNode(ab, "β(block)", ok, why, ws[: self.settings.keep_witnesses] if ok else ws[-1:])]
         last = ws
         if not ok:
             return ab, tree, _mean(ws)
@@ -122,24 +125,25 @@ class Generalizer:
                 return ab, tree, _mean(last)
             exp = avail[rng.randrange(len(avail))]
             t = exp.apply(ab)
-            if exp.where == "insn" and np.array_equal(self.u.gamma(ab.insns[exp.index]), self.u.gamma(t.insns[exp.index])):
+            u = self.universe
+            if exp.where == "insn" and np.array_equal(u.gamma(ab.insns[exp.index]), u.gamma(t.insns[exp.index])):
                 ab = t
-                tree.append(Node(t, exp.describe(), True, "same instruction set on this universe"))
+                tree.append(TreeNode(t, exp.describe(), True, "same instruction set on this universe"))
                 continue
             ok, ws, why = self.check(t, rng)
             if ok:
                 ab, last = t, ws
-                tree.append(Node(t, exp.describe(), True, why, ws[: self.s.keep_witnesses]))
+                tree.append(TreeNode(t, exp.describe(), True, why, ws[: self.settings.keep_witnesses]))
             else:
                 rejected.add(exp)
-                tree.append(Node(t, exp.describe(), False, why, ws[-1:]))
+                tree.append(TreeNode(t, exp.describe(), False, why, ws[-1:]))
 
 
 def _pick(c: Concrete, idx: list[int]) -> Concrete:
     return Concrete(tuple(c.forms[j] for j in idx), tuple(c.values[j] for j in idx))
 
 
-def _mean(ws: list[Witness]) -> float:
+def _mean(ws: list[JudgedBlock]) -> float:
     if not ws:
         return 0.0
     return sum(w.score for w in ws) / len(ws)

@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, Predictor
 from pmsolve.errors import ValidationError
+from pmsolve.predictors import predict_many
+from pmsolve.predictors.base import Prediction, Predictor
+from pmsolve.predictors.block import Block
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,11 @@ class Criterion:
         return self.score(a, b) > self.threshold
 
 
-class Evaluator:
-    """Both predictors on batches of blocks, split in ``workers`` parts, in parallel (through
-    :func:`pmsolve.anica.predictors.predict_many`); answers memoised by block text. With an
-    ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its workers."""
+class PredictorPair:
+    """The two predictors AnICA compares (A and B), on batches of blocks split in ``workers``
+    parts, in parallel (through :func:`pmsolve.predictors.predict_many`); answers memoised by
+    block text. With an ``executor`` (:mod:`pmsolve.executor`) the predictor calls run on its
+    workers."""
 
     def __init__(self, a: Predictor, b: Predictor, criterion: Criterion, workers: int = 2, executor=None):
         self.a, self.b, self.criterion = a, b, criterion
@@ -68,7 +70,6 @@ class Evaluator:
         todo = list({b.key: b for b in blocks if b.key not in self._memo}.values())
         if todo and self.a.name != self.b.name:
             # the predictors package schedules both (exclusive ones, e.g. hardware, alone)
-            from pmsolve.anica.predictors import predict_many
 
             got = predict_many([self.a, self.b], todo, workers=self.workers,
                                chunk=max(1, min(64, math.ceil(len(todo) / self.workers))), executor=self.executor)

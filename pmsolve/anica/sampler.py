@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pmsolve.anica.block import Block, Insn
+from pmsolve.predictors.block import Block, Insn
 from pmsolve.anica.domain import MUST, MUSTNOT, AbstractBlock, Concrete, Universe, operand_file
 from pmsolve.harness.allocation import MEM_BASE, RESERVED, immediate
 from pmsolve.isa.render import GPRS, GPR_ALIAS, render, representative
@@ -48,14 +48,14 @@ class Sampler:
     """γ̂ for one universe; gamma masks are cached per abstract instruction."""
 
     def __init__(self, universe: Universe, attempts: int = 20):
-        self.u = universe
+        self.universe = universe
         self.attempts = attempts
         self._idx: dict[Any, np.ndarray] = {}
 
     def candidates(self, ai) -> np.ndarray:
         idx = self._idx.get(ai)
         if idx is None:
-            idx = np.flatnonzero(self.u.gamma(ai))
+            idx = np.flatnonzero(self.universe.gamma(ai))
             self._idx[ai] = idx
         return idx
 
@@ -65,7 +65,7 @@ class Sampler:
         if any(len(c) == 0 for c in cands):
             return None
         for _ in range(self.attempts):
-            forms = [self.u.forms[int(c[rng.randrange(len(c))])].key for c in cands]
+            forms = [self.universe.forms[int(c[rng.randrange(len(c))])].key for c in cands]
             got = self._operands(ab, forms, rng)
             if got is not None:
                 return Concrete(tuple(forms), got)
@@ -74,7 +74,7 @@ class Sampler:
     def _operands(self, ab: AbstractBlock, forms: list[str], rng: random.Random):
         ops = {}  # (i, o) -> Operand
         for i, key in enumerate(forms):
-            for o_idx, op in enumerate(self.u.form(key).operands):
+            for o_idx, op in enumerate(self.universe.form(key).operands):
                 ops[(i, o_idx)] = op
         files = {r: operand_file(op) for r, op in ops.items()}
         parent = {r: r for r in ops}
@@ -128,7 +128,7 @@ class Sampler:
         out = []
         for i, key in enumerate(forms):
             vals: list[Any] = []
-            for o_idx, op in enumerate(self.u.form(key).operands):
+            for o_idx, op in enumerate(self.universe.form(key).operands):
                 r = (i, o_idx)
                 if r in loc:
                     vals.append(op.fixed if op.fixed else _value(op, loc[r]))

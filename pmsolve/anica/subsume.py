@@ -81,7 +81,7 @@ class Coverage:
     """Fast exact Def. 8.7 for many concrete blocks against many abstract blocks."""
 
     def __init__(self, u: Universe, discoveries: Sequence[AbstractBlock]):
-        self.u = u
+        self.universe = u
         self.discs = list(discoveries)
         self.masks = [np.stack([u.gamma(x) for x in d.insns]) for d in self.discs]
 
@@ -90,14 +90,14 @@ class Coverage:
         n1, n2 = len(a1.insns), len(c.forms)
         if n1 > n2:
             return False
-        idx = [self.u.index[k] for k in c.forms]
+        idx = [self.universe.index[k] for k in c.forms]
         table = self.masks[d][:, idx]
         if not table.any(axis=1).all():
             return False
-        return search(table, a1, alias_facts(self.u, c) if facts is None else facts)
+        return search(table, a1, alias_facts(self.universe, c) if facts is None else facts)
 
     def covered_by(self, c: Concrete) -> list[int]:
-        facts = alias_facts(self.u, c)
+        facts = alias_facts(self.universe, c)
         return [d for d in range(len(self.discs)) if self.covers(d, c, facts)]
 
 

@@ -18,7 +18,7 @@ from pmsolve.errors import SolverError, ValidationError
 from pmsolve.backends import result as R
 from pmsolve.backends.result import Result
 from pmsolve.symbolic import nodes as n
-from pmsolve.symbolic.evaluate import Evaluator, eval_term, model_violations, violations
+from pmsolve.symbolic.evaluate import ModelEvaluator, eval_term, model_violations, violations
 from pmsolve.symbolic.problem import Constraint, Objective, Problem, declaration_str
 from pmsolve.symbolic.walk import conjuncts, iter_vars
 
@@ -317,7 +317,7 @@ def within_tolerance(problem: Problem, model: dict[str, Any], tol: Fraction) -> 
 
 def _holds_tol(f: n.Formula, model: dict[str, Any], tol: Fraction) -> bool:
     """Truth with the top-level non-strict comparisons relaxed by tol (nested ones stay exact)."""
-    ev = Evaluator(model)
+    ev = ModelEvaluator(model)
     for atom in conjuncts(f):
         if isinstance(atom, n.Compare) and atom.op in ("=", "<=", ">="):
             d = ev.visit(atom.difference())

@@ -18,7 +18,7 @@ class Cvc5Prims(Prims):
         import cvc5
 
         self.cvc5 = cvc5
-        self.K = cvc5.Kind
+        self.kinds = cvc5.Kind
         self.tm = cvc5.TermManager()
 
     def bool_var(self, name: str) -> Any:
@@ -37,39 +37,39 @@ class Cvc5Prims(Prims):
         return self.tm.mkBoolean(value)
 
     def to_real(self, term: Any) -> Any:
-        return self.tm.mkTerm(self.K.TO_REAL, term)
+        return self.tm.mkTerm(self.kinds.TO_REAL, term)
 
     def add(self, terms: list[Any]) -> Any:
-        return self.tm.mkTerm(self.K.ADD, *terms)
+        return self.tm.mkTerm(self.kinds.ADD, *terms)
 
     def mul(self, c: Any, term: Any) -> Any:
-        return self.tm.mkTerm(self.K.MULT, c, term)
+        return self.tm.mkTerm(self.kinds.MULT, c, term)
 
     def ite(self, c: Any, a: Any, b: Any) -> Any:
-        return self.tm.mkTerm(self.K.ITE, c, a, b)
+        return self.tm.mkTerm(self.kinds.ITE, c, a, b)
 
     def and_(self, args: list[Any]) -> Any:
         if len(args) == 1:
             return args[0]
-        return self.tm.mkTerm(self.K.AND, *args) if args else self.tm.mkTrue()
+        return self.tm.mkTerm(self.kinds.AND, *args) if args else self.tm.mkTrue()
 
     def or_(self, args: list[Any]) -> Any:
         if len(args) == 1:
             return args[0]
-        return self.tm.mkTerm(self.K.OR, *args) if args else self.tm.mkFalse()
+        return self.tm.mkTerm(self.kinds.OR, *args) if args else self.tm.mkFalse()
 
     def not_(self, a: Any) -> Any:
-        return self.tm.mkTerm(self.K.NOT, a)
+        return self.tm.mkTerm(self.kinds.NOT, a)
 
     def implies(self, a: Any, b: Any) -> Any:
-        return self.tm.mkTerm(self.K.IMPLIES, a, b)
+        return self.tm.mkTerm(self.kinds.IMPLIES, a, b)
 
     def iff(self, a: Any, b: Any) -> Any:
-        return self.tm.mkTerm(self.K.EQUAL, a, b)
+        return self.tm.mkTerm(self.kinds.EQUAL, a, b)
 
     def cmp(self, op: str, a: Any, b: Any) -> Any:
-        kind = {"=": self.K.EQUAL, "!=": self.K.DISTINCT, "<=": self.K.LEQ, "<": self.K.LT,
-                ">=": self.K.GEQ, ">": self.K.GT}[op]
+        kind = {"=": self.kinds.EQUAL, "!=": self.kinds.DISTINCT, "<=": self.kinds.LEQ, "<": self.kinds.LT,
+                ">=": self.kinds.GEQ, ">": self.kinds.GT}[op]
         return self.tm.mkTerm(kind, a, b)
 
 
@@ -77,28 +77,28 @@ class Cvc5Engine(SmtEngine):
     def __init__(self, timeout: float | None, options: dict[str, Any]) -> None:
         prims = Cvc5Prims()
         super().__init__(prims)
-        self.s = prims.cvc5.Solver(prims.tm)
+        self.solver = prims.cvc5.Solver(prims.tm)
         for k, v in (("produce-models", "true"), ("incremental", "true"),
                      ("produce-unsat-assumptions", "true")):
-            self.s.setOption(k, v)
+            self.solver.setOption(k, v)
         if timeout is not None:
-            self.s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+            self.solver.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
         for k, v in options.items():
-            self.s.setOption(str(k), str(v))
-        self.s.setLogic("QF_LIRA")
+            self.solver.setOption(str(k), str(v))
+        self.solver.setLogic("QF_LIRA")
         self._reason_text = ""
 
     def _assert(self, term: Any) -> None:
-        self.s.assertFormula(term)
+        self.solver.assertFormula(term)
 
     def _push(self) -> None:
-        self.s.push()
+        self.solver.push()
 
     def _pop(self) -> None:
-        self.s.pop()
+        self.solver.pop()
 
     def _check(self, assumptions: list[Any]) -> str:
-        r = self.s.checkSatAssuming(*assumptions) if assumptions else self.s.checkSat()
+        r = self.solver.checkSatAssuming(*assumptions) if assumptions else self.solver.checkSat()
         if r.isSat():
             return R.SAT
         if r.isUnsat():
@@ -107,7 +107,7 @@ class Cvc5Engine(SmtEngine):
         return R.UNKNOWN
 
     def _value(self, v: Any) -> Any:
-        val = self.s.getValue(v)
+        val = self.solver.getValue(v)
         if val.isBooleanValue():
             return val.getBooleanValue()
         if val.isIntegerValue():
@@ -117,7 +117,7 @@ class Cvc5Engine(SmtEngine):
         raise SolverError(f"cvc5 returned an unexpected value {val}")
 
     def _core(self) -> list[Any]:
-        return list(self.s.getUnsatAssumptions())
+        return list(self.solver.getUnsatAssumptions())
 
     def _reason(self) -> str:
         return self._reason_text

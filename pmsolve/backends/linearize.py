@@ -81,30 +81,30 @@ class Linearizer(MemoVisitor):
 
     def __init__(self, problem: Problem) -> None:
         super().__init__()
-        self.m = Milp()
+        self.milp = Milp()
         self.margin = problem.strict_margin
         self._top = _TopLevel(self)
         for v in problem.variables():
             if isinstance(v, n.BoolVar):
                 j = self._column(v.name, Fraction(0), Fraction(1), True)
-                self.m.bool_vars.add(v.name)
+                self.milp.bool_vars.add(v.name)
             else:
                 j = self._column(v.name, v.lo, v.hi, v.sort is n.Sort.INT)
-            self.m.var_columns[v.name] = j
+            self.milp.var_columns[v.name] = j
         for c in problem.constraints:
             self.assert_top(c.formula)
         if problem.objective is not None:
             coeffs, const = self.affine(problem.objective.term)
-            self.m.objective, self.m.objective_const = coeffs, const
-            self.m.sense = problem.objective.sense
+            self.milp.objective, self.milp.objective_const = coeffs, const
+            self.milp.sense = problem.objective.sense
 
     # --- columns, rows, affine arithmetic
     def _column(self, name: str, lo: Fraction | None, hi: Fraction | None, integer: bool) -> int:
-        self.m.columns.append(Column(name, lo, hi, integer))
-        return len(self.m.columns) - 1
+        self.milp.columns.append(Column(name, lo, hi, integer))
+        return len(self.milp.columns) - 1
 
     def _binary(self, hint: str) -> int:
-        return self._column(f"_b{len(self.m.columns)}[{hint[:40]}]", Fraction(0), Fraction(1), True)
+        return self._column(f"_b{len(self.milp.columns)}[{hint[:40]}]", Fraction(0), Fraction(1), True)
 
     def _row(self, aff: Affine, lo: Fraction | None, hi: Fraction | None) -> None:
         """lo ≤ aff ≤ hi."""
@@ -114,9 +114,9 @@ class Linearizer(MemoVisitor):
         hi2 = None if hi is None else hi - const
         if not coeffs:
             if (lo2 is not None and lo2 > 0) or (hi2 is not None and hi2 < 0):
-                self.m.rows.append(Row({}, Fraction(1), None))  # infeasible: 0 ≥ 1
+                self.milp.rows.append(Row({}, Fraction(1), None))  # infeasible: 0 ≥ 1
             return
-        self.m.rows.append(Row(coeffs, lo2, hi2))
+        self.milp.rows.append(Row(coeffs, lo2, hi2))
 
     @staticmethod
     def _add(*parts: tuple[Fraction, Affine]) -> Affine:
@@ -140,7 +140,7 @@ class Linearizer(MemoVisitor):
         lo: Fraction | None = aff[1]
         hi: Fraction | None = aff[1]
         for j, c in aff[0].items():
-            col = self.m.columns[j]
+            col = self.milp.columns[j]
             a, b = (col.lo, col.hi) if c > 0 else (col.hi, col.lo)
             lo = None if lo is None or a is None else lo + c * a
             hi = None if hi is None or b is None else hi + c * b
@@ -148,20 +148,20 @@ class Linearizer(MemoVisitor):
 
     def _need(self, value: Fraction | None, aff: Affine, what: str, where: object) -> Fraction:
         if value is None:
-            free = [self.m.columns[j].name for j, c in aff[0].items()
-                    if (self.m.columns[j].lo is None or self.m.columns[j].hi is None)]
+            free = [self.milp.columns[j].name for j, c in aff[0].items()
+                    if (self.milp.columns[j].lo is None or self.milp.columns[j].hi is None)]
             raise SolverError(
-                f"big-M linearisation needs a finite {what} bound of {_fmt(aff, self.m.columns)} "
+                f"big-M linearisation needs a finite {what} bound of {_fmt(aff, self.milp.columns)} "
                 f"in `{where}`; give these variables bounds (lo/hi): {', '.join(free)}")
         return value
 
     def _integral(self, aff: Affine) -> bool:
-        return all(self.m.columns[j].integer and c.denominator == 1 for j, c in aff[0].items()) \
+        return all(self.milp.columns[j].integer and c.denominator == 1 for j, c in aff[0].items()) \
             and aff[1].denominator == 1
 
     def _normalise(self, aff: Affine) -> Affine:
         """Scale an all-integer-columns expression to integer coefficients (exact strictness)."""
-        if aff[0] and all(self.m.columns[j].integer for j in aff[0]):
+        if aff[0] and all(self.milp.columns[j].integer for j in aff[0]):
             den = math.lcm(*(c.denominator for c in aff[0].values()), aff[1].denominator)
             if den != 1:
                 return self._add((Fraction(den), aff))
@@ -190,7 +190,7 @@ class Linearizer(MemoVisitor):
 
     @handles("num_var")
     def _num_var(self, v: n.NumVar) -> Affine:
-        return self._col(self.m.var_columns[v.name])
+        return self._col(self.milp.var_columns[v.name])
 
     @handles("ite")
     def _ite(self, atom: n.Ite) -> Affine:
@@ -199,7 +199,7 @@ class Linearizer(MemoVisitor):
         where = f"ite({atom.cond}, ...)"
         lo = min(self._need(alo, a, "lower", where), self._need(blo, b, "lower", where))
         hi = max(self._need(ahi, a, "upper", where), self._need(bhi, b, "upper", where))
-        y = self._column(f"_ite{len(self.m.columns)}", lo, hi,
+        y = self._column(f"_ite{len(self.milp.columns)}", lo, hi,
                          self._integral(a) and self._integral(b))
         c = self.literal(atom.cond, BOTH)
         ya = self._add((Fraction(1), self._col(y)), (Fraction(-1), a))  # y - a
@@ -237,7 +237,7 @@ class Linearizer(MemoVisitor):
 
     @handles("bool_var")
     def _bool_var(self, f: n.BoolVar, pol: int) -> Affine:
-        return self._col(self.m.var_columns[f.name])
+        return self._col(self.milp.var_columns[f.name])
 
     @handles("bool_const")
     def _bool_const(self, f: n.BoolConst, pol: int) -> Affine:
@@ -318,12 +318,12 @@ class _TopLevel(Visitor):
 
     @handles("bool_var")
     def _bool_var(self, f: n.BoolVar) -> None:
-        self.lin._row(self.lin._col(self.lin.m.var_columns[f.name]), Fraction(1), None)
+        self.lin._row(self.lin._col(self.lin.milp.var_columns[f.name]), Fraction(1), None)
 
     @handles("not")
     def _not(self, f: n.NotF) -> None:
         if isinstance(f.arg, n.BoolVar):
-            self.lin._row(self.lin._col(self.lin.m.var_columns[f.arg.name]), None, Fraction(0))
+            self.lin._row(self.lin._col(self.lin.milp.var_columns[f.arg.name]), None, Fraction(0))
         else:
             self._generic(f)
 
@@ -347,7 +347,7 @@ class _TopLevel(Visitor):
     @handles("implies")
     def _implies(self, f: n.ImpliesF) -> None:
         if isinstance(f.lhs, n.BoolVar) and isinstance(f.rhs, n.Compare) and f.rhs.op in ("=", "<=", ">="):
-            self.lin._indicator(self.lin._col(self.lin.m.var_columns[f.lhs.name]), f.rhs)
+            self.lin._indicator(self.lin._col(self.lin.milp.var_columns[f.lhs.name]), f.rhs)
         else:
             self._generic(f)
 
@@ -358,4 +358,4 @@ class _TopLevel(Visitor):
 
 def linearize(problem: Problem) -> Milp:
     """The MILP equivalent of `problem` (see module doc for exactness), or SolverError."""
-    return Linearizer(problem).m
+    return Linearizer(problem).milp

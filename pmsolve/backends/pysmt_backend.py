@@ -29,14 +29,14 @@ class PysmtPrims(Prims):
 
         self.env = Environment()  # private environment: no global state shared between sessions
         self.mgr = self.env.formula_manager
-        self.S = shortcuts
-        self.T = typing
+        self.shortcuts = shortcuts
+        self.types = typing
 
     def bool_var(self, name: str) -> Any:
-        return self.mgr.Symbol(name, self.T.BOOL)
+        return self.mgr.Symbol(name, self.types.BOOL)
 
     def num_var(self, name: str, sort: n.Sort) -> Any:
-        return self.mgr.Symbol(name, self.T.INT if sort is n.Sort.INT else self.T.REAL)
+        return self.mgr.Symbol(name, self.types.INT if sort is n.Sort.INT else self.types.REAL)
 
     def const(self, value: Fraction, sort: n.Sort) -> Any:
         if sort is n.Sort.INT:
@@ -92,22 +92,22 @@ class PysmtEngine(SmtEngine):
             opts[key] = conv(max(1, int(timeout * 1000)))
         from pysmt.logics import QF_UFLIRA
 
-        self.s = prims.env.factory.Solver(name=solver, logic=QF_UFLIRA, solver_options=opts)
+        self.solver = prims.env.factory.Solver(name=solver, logic=QF_UFLIRA, solver_options=opts)
 
     def _assert(self, term: Any) -> None:
-        self.s.add_assertion(term)
+        self.solver.add_assertion(term)
 
     def _push(self) -> None:
-        self.s.push()
+        self.solver.push()
 
     def _pop(self) -> None:
-        self.s.pop()
+        self.solver.pop()
 
     def _check(self, assumptions: list[Any]) -> str:
         from pysmt.exceptions import SolverReturnedUnknownResultError
 
         try:
-            r = self.s.solve(assumptions) if assumptions else self.s.solve()
+            r = self.solver.solve(assumptions) if assumptions else self.solver.solve()
         except SolverReturnedUnknownResultError:
             self._why = "solver returned unknown (timeout or incompleteness)"
             return R.UNKNOWN
@@ -117,7 +117,7 @@ class PysmtEngine(SmtEngine):
         return getattr(self, "_why", "")
 
     def _value(self, v: Any) -> Any:
-        val = self.s.get_value(v)
+        val = self.solver.get_value(v)
         c = val.constant_value()
         if val.is_bool_constant():
             return bool(c)
@@ -126,7 +126,7 @@ class PysmtEngine(SmtEngine):
         return Fraction(c)
 
     def close(self) -> None:
-        self.s.exit()
+        self.solver.exit()
 
 
 class PysmtBackend(Backend):

@@ -9,7 +9,7 @@ SolverError line saying what is missing and which installed backends would do.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from pmsolve.backends import capabilities as C
 from pmsolve.backends.base import Backend
@@ -143,16 +143,4 @@ def format_table(rows: list[dict[str, object]] | None = None) -> str:
     if notes:
         lines.append("")
         lines.extend(notes)
-    lines.append("")
-    lines.append(f"choose with --backend NAME or ${ENV_VAR}; 'auto' picks the first installed "
-                 "backend that fits the problem")
     return "\n".join(lines)
-
-
-def add_backend_argument(parser: Any) -> Any:
-    """Add `--backend NAME` (default: $PMSOLVE_BACKEND or auto) to a command-line parser (the
-    CLI's argparse parser; this module does not import argparse)."""
-    return parser.add_argument(
-        "--backend", metavar="NAME", default=requested_name(None),
-        help=f"solver backend: auto or one of {', '.join(_FACTORIES)} "
-             f"(default: ${ENV_VAR} or auto; see `pmsolve backends`)")

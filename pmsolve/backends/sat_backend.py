@@ -31,15 +31,15 @@ class Tseitin(MemoVisitor):
 
     def __init__(self, engine: "SatEngine") -> None:
         super().__init__()
-        self.e = engine
+        self.engine = engine
 
     @handles("bool_var")
     def _bool_var(self, f: n.BoolVar) -> int:
-        return self.e.pool.id(("var", f.name))
+        return self.engine.pool.id(("var", f.name))
 
     @handles("bool_const")
     def _bool_const(self, f: n.BoolConst) -> int:
-        return self.e.true if f.value else -self.e.true
+        return self.engine.true if f.value else -self.engine.true
 
     @handles("not")
     def _not(self, f: n.NotF) -> int:
@@ -47,9 +47,9 @@ class Tseitin(MemoVisitor):
 
     @handles("and", "or")
     def _junction(self, f: n.AndF | n.OrF) -> int:
-        add = self.e.s.add_clause
+        add = self.engine.solver.add_clause
         ls = [self.visit(a) for a in f.args]
-        v = self.e.fresh()
+        v = self.engine.fresh()
         if isinstance(f, n.AndF):  # v ↔ ∧ ls
             for li in ls:
                 add([-v, li])
@@ -62,16 +62,16 @@ class Tseitin(MemoVisitor):
 
     @handles("iff")
     def _iff(self, f: n.IffF) -> int:
-        a, b, v = self.visit(f.lhs), self.visit(f.rhs), self.e.fresh()
+        a, b, v = self.visit(f.lhs), self.visit(f.rhs), self.engine.fresh()
         for cl in ([-v, -a, b], [-v, a, -b], [v, a, b], [v, -a, -b]):
-            self.e.s.add_clause(cl)
+            self.engine.solver.add_clause(cl)
         return v
 
     @handles("compare")
     def _compare(self, f: n.Compare) -> int:
         if f.difference().terms:
             raise SolverError(f"the sat backend only takes boolean formulas, not `{f}`")
-        return self.e.true if eval_formula(f, {}) else -self.e.true
+        return self.engine.true if eval_formula(f, {}) else -self.engine.true
 
 
 class SatEngine(Engine):
@@ -80,10 +80,10 @@ class SatEngine(Engine):
         from pysat.solvers import Solver
 
         self.pool = IDPool()
-        self.s = Solver(name=str(options.get("solver", SOLVER)))
+        self.solver = Solver(name=str(options.get("solver", SOLVER)))
         self.timeout = timeout
         self.true = self.pool.id(("const", True))
-        self.s.add_clause([self.true])
+        self.solver.add_clause([self.true])
         self._frames: list[int] = [self.pool.id(("frame", 0))]
         self._tracks: list[list[tuple[str, int]]] = [[]]
         self._nframes = 1
@@ -99,10 +99,10 @@ class SatEngine(Engine):
         x = self.lit(constraint.formula)
         act = self._frames[-1]
         if constraint.name is None:
-            self.s.add_clause([-act, x])
+            self.solver.add_clause([-act, x])
         else:
             t = self.pool.id(("track", constraint.name, self._nframes))
-            self.s.add_clause([-act, -t, x])
+            self.solver.add_clause([-act, -t, x])
             self._tracks[-1].append((constraint.name, t))
 
     def push(self) -> None:
@@ -111,7 +111,7 @@ class SatEngine(Engine):
         self._tracks.append([])
 
     def pop(self) -> None:
-        self.s.add_clause([-self._frames.pop()])
+        self.solver.add_clause([-self._frames.pop()])
         self._tracks.pop()
 
     def check(self, problem: Problem, core: bool) -> RawResult:
@@ -123,29 +123,29 @@ class SatEngine(Engine):
         tracks = [t for fr in self._tracks for t in fr]
         assumptions = list(self._frames) + [t for _, t in tracks]
         if self.timeout is None:
-            ok = self.s.solve(assumptions=assumptions)
+            ok = self.solver.solve(assumptions=assumptions)
         else:
-            timer = threading.Timer(self.timeout, self.s.interrupt)
+            timer = threading.Timer(self.timeout, self.solver.interrupt)
             timer.start()
             try:
-                ok = self.s.solve_limited(assumptions=assumptions, expect_interrupt=True)
+                ok = self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
             finally:
                 timer.cancel()
-                self.s.clear_interrupt()
+                self.solver.clear_interrupt()
         if ok is None:
             return RawResult(R.UNKNOWN, reason="timeout")
         if ok:
-            model = set(self.s.get_model() or [])
+            model = set(self.solver.get_model() or [])
             return RawResult(R.SAT, {v.name: self.pool.id(("var", v.name)) in model
                                      for v in problem.variables()})
         named: tuple[str, ...] = ()
         if core:
-            got = set(self.s.get_core() or [])
+            got = set(self.solver.get_core() or [])
             named = tuple(name for name, t in tracks if t in got)
         return RawResult(R.UNSAT, core=named)
 
     def close(self) -> None:
-        self.s.delete()
+        self.solver.delete()
 
 
 class SatBackend(Backend):

@@ -47,7 +47,7 @@ class Compiler(MemoVisitor):
 
     def __init__(self, prims: Prims) -> None:
         super().__init__()
-        self.p = prims
+        self.prims = prims
         self.vars: dict[str, Any] = {}
         self._sorts: dict[str, Any] = {}
 
@@ -58,18 +58,18 @@ class Compiler(MemoVisitor):
             raise SolverError(f"variable {v.name!r} is used with two different sorts")
         if v.name not in self.vars:
             if isinstance(v, n.BoolVar):
-                self.vars[v.name] = self.p.bool_var(v.name)
+                self.vars[v.name] = self.prims.bool_var(v.name)
             else:
-                self.vars[v.name] = self.p.num_var(v.name, v.sort)
+                self.vars[v.name] = self.prims.num_var(v.name, v.sort)
         return self.vars[v.name]
 
     def bounds(self, v: n.NumVar) -> list[Any]:
         out = []
         x = self.var(v)
         if v.lo is not None:
-            out.append(self.p.cmp(">=", x, self.p.const(v.lo, v.sort)))
+            out.append(self.prims.cmp(">=", x, self.prims.const(v.lo, v.sort)))
         if v.hi is not None:
-            out.append(self.p.cmp("<=", x, self.p.const(v.hi, v.sort)))
+            out.append(self.prims.cmp("<=", x, self.prims.const(v.hi, v.sort)))
         return out
 
     def term(self, t: n.Lin, sort: n.Sort | None = None) -> Any:
@@ -85,23 +85,23 @@ class Compiler(MemoVisitor):
         for atom, c in t.terms:
             a = self.visit(atom, sort)
             if c != 1:
-                a = self.p.mul(self.p.const(c, sort), a)
+                a = self.prims.mul(self.prims.const(c, sort), a)
             parts.append(a)
         if t.const != 0 or not parts:
-            parts.append(self.p.const(t.const, sort))
-        return parts[0] if len(parts) == 1 else self.p.add(parts)
+            parts.append(self.prims.const(t.const, sort))
+        return parts[0] if len(parts) == 1 else self.prims.add(parts)
 
     @handles("num_var")
     def _num_var(self, v: n.NumVar, sort: n.Sort) -> Any:
         x = self.var(v)
-        return self.p.to_real(x) if (sort is n.Sort.REAL and v.sort is n.Sort.INT) else x
+        return self.prims.to_real(x) if (sort is n.Sort.REAL and v.sort is n.Sort.INT) else x
 
     @handles("ite")
     def _ite(self, atom: n.Ite, sort: n.Sort) -> Any:
         inner = sort if sort is n.Sort.REAL else n.Sort.INT
         if atom.then.sort is n.Sort.REAL or atom.other.sort is n.Sort.REAL:
             inner = n.Sort.REAL
-        return self.p.ite(self.visit(atom.cond), self.visit(atom.then, inner),
+        return self.prims.ite(self.visit(atom.cond), self.visit(atom.then, inner),
                           self.visit(atom.other, inner))
 
     @handles("bool_var")
@@ -110,32 +110,32 @@ class Compiler(MemoVisitor):
 
     @handles("bool_const")
     def _bool_const(self, f: n.BoolConst) -> Any:
-        return self.p.bool_const(f.value)
+        return self.prims.bool_const(f.value)
 
     @handles("not")
     def _not(self, f: n.NotF) -> Any:
-        return self.p.not_(self.visit(f.arg))
+        return self.prims.not_(self.visit(f.arg))
 
     @handles("and")
     def _and(self, f: n.AndF) -> Any:
-        return self.p.and_([self.visit(a) for a in f.args])
+        return self.prims.and_([self.visit(a) for a in f.args])
 
     @handles("or")
     def _or(self, f: n.OrF) -> Any:
-        return self.p.or_([self.visit(a) for a in f.args])
+        return self.prims.or_([self.visit(a) for a in f.args])
 
     @handles("implies")
     def _implies(self, f: n.ImpliesF) -> Any:
-        return self.p.implies(self.visit(f.lhs), self.visit(f.rhs))
+        return self.prims.implies(self.visit(f.lhs), self.visit(f.rhs))
 
     @handles("iff")
     def _iff(self, f: n.IffF) -> Any:
-        return self.p.iff(self.visit(f.lhs), self.visit(f.rhs))
+        return self.prims.iff(self.visit(f.lhs), self.visit(f.rhs))
 
     @handles("compare")
     def _compare(self, f: n.Compare) -> Any:
         sort = n.Sort.INT if (f.lhs.sort is n.Sort.INT and f.rhs.sort is n.Sort.INT) else n.Sort.REAL
-        return self.p.cmp(f.op, self.visit(f.lhs, sort), self.visit(f.rhs, sort))
+        return self.prims.cmp(f.op, self.visit(f.lhs, sort), self.visit(f.rhs, sort))
 
 
 class SmtEngine(Engine):
@@ -146,7 +146,7 @@ class SmtEngine(Engine):
     """
 
     def __init__(self, prims: Prims) -> None:
-        self.c = Compiler(prims)
+        self.compiler = Compiler(prims)
         self._tracks: list[list[tuple[str, Any]]] = [[]]
         self._bounded: list[set[str]] = [set()]  # variables whose bounds each level asserted
         self._all_bounded: set[str] = set()
@@ -174,19 +174,19 @@ class SmtEngine(Engine):
                     continue
                 done.add(v.name)
                 self._bounded[-1].add(v.name)
-                self.c.var(v)
+                self.compiler.var(v)
                 if isinstance(v, n.NumVar):
-                    for b in self.c.bounds(v):
+                    for b in self.compiler.bounds(v):
                         self._assert(b)
 
     def add(self, constraint: Constraint) -> None:
         self._bound_vars([constraint.formula])
-        term = self.c.formula(constraint.formula)
+        term = self.compiler.formula(constraint.formula)
         if constraint.name is None:
             self._assert(term)
         else:
-            lit = self.c.p.bool_var(f"__track[{constraint.name}]")
-            self._assert(self.c.p.implies(lit, term))
+            lit = self.compiler.prims.bool_var(f"__track[{constraint.name}]")
+            self._assert(self.compiler.prims.implies(lit, term))
             self._tracks[-1].append((constraint.name, lit))
 
     def push(self) -> None:
@@ -203,13 +203,13 @@ class SmtEngine(Engine):
         if problem.objective is not None:
             return self.optimize(problem)
         self._bound_vars(problem.roots())
-        return self._check_tracked(core, lambda: {v.name: self._value(self.c.vars[v.name])
+        return self._check_tracked(core, lambda: {v.name: self._value(self.compiler.vars[v.name])
                                                        for v in problem.variables()})
 
     def check_values(self, variables: list[Any], core: bool) -> RawResult:
         """A check that reads back only `variables` (see Session.check(values=...)); every
         asserted constraint already bounded its variables when it was added."""
-        return self._check_tracked(core, lambda: {v.name: self._value(self.c.var(v)) for v in variables})
+        return self._check_tracked(core, lambda: {v.name: self._value(self.compiler.var(v)) for v in variables})
 
     def _check_tracked(self, core: bool, read_model: Callable[[], dict[str, Any]]) -> RawResult:
         """Check under the tracked assertions; on sat read the model, on unsat name the core."""

@@ -85,29 +85,29 @@ class Z3Engine(SmtEngine):
         super().__init__(prims)
         self.z3 = prims.z3
         self.timeout = timeout
-        self.s = self.z3.Solver(ctx=prims.ctx)
+        self.solver = self.z3.Solver(ctx=prims.ctx)
         if timeout is not None:
-            self.s.set("timeout", max(1, int(timeout * 1000)))
+            self.solver.set("timeout", max(1, int(timeout * 1000)))
         for k, v in options.items():
-            self.s.set(k, v)
+            self.solver.set(k, v)
         self._model: Any = None
 
     #: improvements tried after z3.Optimize before giving up (an unattained optimum never ends)
     OPTIMALITY_STEPS = 100
 
     def _assert(self, term: Any) -> None:
-        self.s.add(term)
+        self.solver.add(term)
 
     def _push(self) -> None:
-        self.s.push()
+        self.solver.push()
 
     def _pop(self) -> None:
-        self.s.pop()
+        self.solver.pop()
 
     def _check(self, assumptions: list[Any]) -> str:
-        r = self.s.check(*assumptions)
+        r = self.solver.check(*assumptions)
         if r == self.z3.sat:
-            self._model = self.s.model()
+            self._model = self.solver.model()
             return R.SAT
         return R.UNSAT if r == self.z3.unsat else R.UNKNOWN
 
@@ -115,10 +115,10 @@ class Z3Engine(SmtEngine):
         return z3_value(self.z3, self._model.eval(v, model_completion=True))
 
     def _core(self) -> list[Any]:
-        return list(self.s.unsat_core())
+        return list(self.solver.unsat_core())
 
     def _reason(self) -> str:
-        return self.s.reason_unknown()
+        return self.solver.reason_unknown()
 
     def optimize(self, problem: Problem) -> RawResult:
         """z3.Optimize over the whole current stack, its answer then proved with a plain solver.
@@ -129,12 +129,12 @@ class Z3Engine(SmtEngine):
         value is returned once ``objective < value`` (``>`` for max) is proved unsat.
         """
         z3 = self.z3
-        opt = z3.Optimize(ctx=self.c.p.ctx)  # type: ignore[attr-defined]
-        chk = z3.Solver(ctx=self.c.p.ctx)  # type: ignore[attr-defined]
+        opt = z3.Optimize(ctx=self.compiler.prims.ctx)  # type: ignore[attr-defined]
+        chk = z3.Solver(ctx=self.compiler.prims.ctx)  # type: ignore[attr-defined]
         if self.timeout is not None:
             opt.set("timeout", max(1, int(self.timeout * 1000)))
             chk.set("timeout", max(1, int(self.timeout * 1000)))
-        comp = Compiler(self.c.p)
+        comp = Compiler(self.compiler.prims)
         facts = []
         for v in problem.variables():
             comp.var(v)

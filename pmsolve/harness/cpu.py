@@ -144,7 +144,7 @@ class CpuIdentity:
                 "microarchitecture": self.uarch, "model_name": self.model_name, "cpus": self.cpus,
                 "arch": self.arch, "flags": " ".join(sorted(self.features))}
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {**{k: v for k, v in self.key().items() if k != "flags"}, "description": self.describe()}
 
 

@@ -1,9 +1,9 @@
 """The hardware oracle: measure experiments on this x86-64 Linux machine (DESIGN.md §4).
 
 Per experiment: unroll to about 40/80/200 instructions (:mod:`pmsolve.harness.allocation`),
-allocate operands (Alg. 3.1), wrap each variant in the frame ``harness/frame_x86_64.s``,
-assemble a whole batch with one GNU ``as`` call, and measure in an isolated worker process
-(:mod:`pmsolve.harness.worker`): rounds of ``T(2n) - T(n)`` samples with interleaved clock
+allocate operands (Alg. 3.1), assemble a whole batch in the measurement frame with one GNU
+``as`` call (:mod:`pmsolve.harness.assemble`), and measure in an isolated worker process
+(:mod:`pmsolve.harness.worker_client`): rounds of ``T(2n) - T(n)`` samples with interleaved clock
 calibration, the median per variant, the fastest variant per experiment. A reference kernel
 (independent ``add r64, imm8``) is sampled before and after; when it deviates from its baseline
 or the spread is above the tolerance, the experiment is measured again (a few times, backing
@@ -19,22 +19,19 @@ faults becomes an error for its experiment; the campaign goes on with a fresh wo
 from __future__ import annotations
 
 import os
-import pickle
 import platform
-import re
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Iterator, Sequence
 
-from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.errors import MeasurementError, PmsolveError, ValidationError
 from pmsolve.harness.allocation import allocate, body, unroll_factors
+from pmsolve.harness.assemble import TOOLS, assemble, check_block
 from pmsolve.harness.cpu import host_cpu
+from pmsolve.harness.worker_client import WorkerDied, WorkerProcess
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
 
@@ -46,33 +43,13 @@ REFERENCES = {"pmsolve_ref_alu": "add_r64_i8", "pmsolve_ref_load": "mov_r64_m64"
 REFERENCE_COUNT = 200
 
 
-class MeasurementError(PmsolveError, RuntimeError):
-    """An experiment could not be measured (assembler rejection, fault, worker failure)."""
-
-
-def harness_dir() -> Path:
-    from pmsolve.isa.catalogue import data_dir
-
-    env = os.environ.get("PMSOLVE_HARNESS_DIR")
-    return Path(env) if env else data_dir("harness")
-
-
-def frame() -> str:
-    path = harness_dir() / "frame_x86_64.s"
-    try:
-        text = path.read_text()
-    except OSError:
-        raise MeasurementError(f"measurement frame {path} is missing") from None
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
-
 def available() -> str | None:
     """None when this host can run the hardware oracle, else the reason why not."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return f"the hardware oracle needs an x86-64 CPU (this is {platform.machine()})"
     if sys.platform != "linux":
         return "the hardware oracle needs Linux"
-    for tool in ("as", "objcopy", "nm"):
+    for tool in TOOLS:
         if not shutil.which(tool):
             return f"the hardware oracle needs GNU binutils ({tool} is missing)"
     if not host_cpu().has("avx"):
@@ -81,7 +58,7 @@ def available() -> str | None:
 
 
 @dataclass(frozen=True)
-class Settings:
+class HarnessSettings:
     """Harness settings; every field is part of the measurement store's key."""
 
     rounds: int = 5
@@ -99,7 +76,7 @@ class Settings:
 
 
 @dataclass
-class Result:
+class HardwareMeasurement:
     """One experiment's measurement: cycles per experiment copy (the fastest variant's median)."""
 
     experiment: Experiment
@@ -117,114 +94,6 @@ class Result:
         return self.error is None and self.cycles is not None
 
 
-# ---------------------------------------------------------------------------- assembly
-
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:
-    """Assemble kernels (label -> body text) in one GNU as call; return the flat code and
-    each label's offset. Raises MeasurementError with the assembler's message on failure."""
-    tmpl = frame()
-    src = ["    .text"]
-    for name, text in kernels.items():
-        src.append(tmpl.replace("{name}", name).replace("{body}", text))
-    with tempfile.TemporaryDirectory(prefix="pmsolve-as-") as tmp:
-        s, o, b = Path(tmp) / "k.s", Path(tmp) / "k.o", Path(tmp) / "k.bin"
-        s.write_text("\n".join(src) + "\n")
-        p = _run(["as", "--64", "-o", str(o), str(s)])
-        if p.returncode:
-            raise MeasurementError("GNU as rejected the kernel: " + " | ".join(p.stderr.strip().splitlines()[:3]))
-        p = _run(["objcopy", "-O", "binary", "--only-section=.text", str(o), str(b)])
-        if p.returncode:
-            raise MeasurementError(f"objcopy failed: {p.stderr.strip()}")
-        p = _run(["nm", "--defined-only", str(o)])
-        symbols = {}
-        for line in p.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] in "tT" and parts[2] in kernels:
-                symbols[parts[2]] = int(parts[0], 16)
-        code = b.read_bytes()
-    missing = set(kernels) - set(symbols)
-    if missing:
-        raise MeasurementError(f"assembler output lacks kernels {sorted(missing)[:3]}")
-    return code, symbols
-
-
-# ---------------------------------------------------------------------------- worker
-
-class Worker:
-    """A measurement worker process; ``call`` raises WorkerDied when it dies (e.g. SIGSEGV)."""
-
-    class Died(Exception):
-        pass
-
-    def __init__(self, cpu: int | None = None):
-        env = dict(os.environ)
-        if cpu is not None:
-            env["PMSOLVE_WORKER_CPU"] = str(cpu)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pmsolve.harness.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
-        hello = self._read()
-        self.pid = hello["pid"]
-
-    def _read(self) -> dict:
-        try:
-            return pickle.load(self.proc.stdout)
-        except (EOFError, pickle.UnpicklingError):
-            code = self.proc.wait()
-            raise Worker.Died(_signal_name(code)) from None
-
-    def call(self, msg: dict, timeout: float | None = None) -> dict:
-        """Send a request and wait for its reply; a worker silent for ``timeout`` seconds (a
-        kernel that never ends) is killed and reported as :class:`Worker.Died`."""
-        try:
-            pickle.dump(msg, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise Worker.Died(_signal_name(self.proc.wait())) from None
-        if timeout is not None:
-            import select
-
-            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-            if not ready:
-                self.proc.kill()
-                self.proc.wait()
-                raise Worker.Died(f"timeout: the kernel did not finish within {timeout:g} s")
-        reply = self._read()
-        if not reply.get("ok"):
-            raise MeasurementError(f"worker: {reply.get('error')}")
-        return reply
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.call({"op": "quit"})
-            except (Worker.Died, MeasurementError):
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def _signal_name(code: int) -> str:
-    if code is not None and code < 0:
-        import signal
-
-        try:
-            return f"the kernel crashed the worker with {signal.Signals(-code).name}"
-        except ValueError:
-            return f"the worker died with signal {-code}"
-    return f"the worker exited with code {code}"
-
-
-# ---------------------------------------------------------------------------- oracle
-
 class HardwareOracle:
     """Measures experiments over instruction schemes of the x86-64 catalogue on this machine.
 
@@ -233,7 +102,7 @@ class HardwareOracle:
     :class:`~pmsolve.harness.store.StoredOracle`); ``"nan"`` returns NaN for failed experiments.
     """
 
-    def __init__(self, instructions: Sequence[str] | None = None, settings: Settings = Settings(), *,
+    def __init__(self, instructions: Sequence[str] | None = None, settings: HarnessSettings = HarnessSettings(), *,
                  catalogue: Catalogue | None = None, batch: int = 48, cpu: int | None = None,
                  on_error: str = "raise", progress=None, call_timeout: float | None = 60.0):
         reason = available()
@@ -248,8 +117,8 @@ class HardwareOracle:
         self.on_error = on_error
         self.progress = progress
         self.call_timeout = call_timeout
-        self.results: dict[Experiment, Result] = {}
-        self._worker: Worker | None = None
+        self.results: dict[Experiment, HardwareMeasurement] = {}
+        self._worker: WorkerProcess | None = None
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
         self.machine = host_cpu()
@@ -281,9 +150,9 @@ class HardwareOracle:
             raise MeasurementError(f"{len(failed)} of {len(experiments)} experiment(s) failed: {shown}")
         return [got[i].cycles if got[i].ok else float("nan") for i in range(len(experiments))]
 
-    def measure_iter(self, experiments: Sequence[Experiment]) -> Iterator[tuple[int, Result]]:
-        """Measure, yielding ``(index, Result)`` as soon as each experiment is done (the store
-        commits each one at once, so a killed campaign loses at most the one in flight)."""
+    def measure_iter(self, experiments: Sequence[Experiment]) -> Iterator[tuple[int, HardwareMeasurement]]:
+        """Measure, yielding ``(index, HardwareMeasurement)`` as soon as each experiment is done
+        (the store commits each one at once, so a killed campaign loses at most the one in flight)."""
         experiments = list(experiments)
         for e in experiments:
             for insn in e:
@@ -311,16 +180,17 @@ class HardwareOracle:
             variants.append((name, f))
         return kernels, variants
 
-    def _ensure_worker(self, code: bytes, symbols: dict[str, int]) -> Worker:
+    def _ensure_worker(self, code: bytes, symbols: dict[str, int]) -> WorkerProcess:
         if self._worker is None or self._worker.proc.poll() is not None:
-            self._worker = Worker(self.cpu)
+            self._worker = WorkerProcess(self.cpu)
             self._loaded = None
         if self._loaded is not symbols:
             self._worker.call({"op": "load", "code": code, "symbols": symbols})
             self._loaded = symbols
         return self._worker
 
-    def _measure_batch(self, chunk: list[tuple[int, Experiment]], kernels_of=None) -> Iterator[tuple[int, Result]]:
+    def _measure_batch(self, chunk: list[tuple[int, Experiment]],
+                       kernels_of=None) -> Iterator[tuple[int, HardwareMeasurement]]:
         kernels = dict(self._support)
         plans: dict[int, list[tuple[str, int]]] = {}
         errors: dict[int, str] = {}
@@ -340,14 +210,14 @@ class HardwareOracle:
         settled: list = []
         for idx, e in chunk:
             if idx in errors:
-                yield idx, self._store(Result(e, None, error=errors[idx]))
+                yield idx, self._store(HardwareMeasurement(e, None, error=errors[idx]))
                 continue
             c, s = code, symbols
             if c is None:  # find the experiment the assembler rejects: assemble it alone
                 try:
                     c, s = assemble({**self._support, **{n: kernels[n] for n, _ in plans[idx]}})
                 except MeasurementError as exc:
-                    yield idx, self._store(Result(e, None, error=str(exc)))
+                    yield idx, self._store(HardwareMeasurement(e, None, error=str(exc)))
                     continue
             r = self._measure_one(e, plans[idx], c, s)
             if r.noisy and r.ok and self.settings.deferred_passes:
@@ -371,7 +241,7 @@ class HardwareOracle:
             if self.progress:
                 self.progress(idx, e)
 
-    def _store(self, r: Result) -> Result:
+    def _store(self, r: HardwareMeasurement) -> HardwareMeasurement:
         self.results[r.experiment] = r
         return r
 
@@ -389,19 +259,19 @@ class HardwareOracle:
             self.baseline = {name: sorted(s[name] for t in tries for s in t)[1] for name in REFERENCES}
         return self.baseline
 
-    def _measure_one(self, e: Experiment, variants, code: bytes, symbols: dict[str, int]) -> Result:
+    def _measure_one(self, e: Experiment, variants, code: bytes, symbols: dict[str, int]) -> HardwareMeasurement:
         tol = self.settings.noise_tolerance
-        best: Result | None = None
+        best: HardwareMeasurement | None = None
         for attempt in range(1, self.settings.max_retries + 2):
             try:
                 base = self._baseline(code, symbols)
                 reply = self._ensure_worker(code, symbols).call(self._request(variants), self.call_timeout)
-            except Worker.Died as died:
+            except WorkerDied as died:
                 self._worker = None
-                return Result(e, None, error=str(died), attempts=attempt)
+                return HardwareMeasurement(e, None, error=str(died), attempts=attempt)
             except MeasurementError as exc:  # e.g. timing never became positive: try again later
                 if attempt > self.settings.max_retries:
-                    return best or Result(e, None, error=str(exc), attempts=attempt)
+                    return best or HardwareMeasurement(e, None, error=str(exc), attempts=attempt)
                 time.sleep(0.005 * 2 ** attempt)
                 continue
             medians = {n: statistics.median(v) for n, v in reply["samples"].items()}
@@ -412,29 +282,30 @@ class HardwareOracle:
             # a reference counts as disturbed when it is off both before and after (a single
             # sample can be off through its own calibration; real bursts last seconds)
             ref_dev = max(min(abs(sample[n] - base[n]) / base[n] for sample in reply["reference"]) for n in base)
-            r = Result(e, med, spread=spread, noisy=spread > tol or ref_dev > tol, attempts=attempt,
-                       samples=reply["samples"], reference=reply["reference"], ratios=reply["ratios"])
+            r = HardwareMeasurement(e, med, spread=spread, noisy=spread > tol or ref_dev > tol, attempts=attempt,
+                                    samples=reply["samples"], reference=reply["reference"], ratios=reply["ratios"])
             best = r if best is None else _faster(best, r, attempt)
             if not r.noisy:
                 return best
             time.sleep(0.005 * 2 ** attempt)  # short: the deferred passes spread retries over seconds
         return best
 
-    def measure_blocks(self, blocks: Sequence[Sequence[str]]) -> list[Result]:
+    def measure_blocks(self, blocks: Sequence[Sequence[str]]) -> list[HardwareMeasurement]:
         """Measure concrete blocks: each a list of AT&T lines with its operands already chosen,
         run as the loop body (unrolled by whole copies, the same T(2n) - T(n) timing, noise
-        handling and fault isolation as experiments). ``Result.cycles`` is per block copy.
+        handling and fault isolation as experiments). ``HardwareMeasurement.cycles`` is per block
+        copy.
 
         A block must fit the frame (:func:`check_block`): memory only at ``disp(%r14)`` inside
         the frame's memory, and ``r13``-``r15``/``rsp`` left alone; others get an error result
         without running. No store: callers cache by block (the predictors' cache does)."""
         items = [AsmBody(tuple(b)) for b in blocks]
-        out: dict[int, Result] = {}
+        out: dict[int, HardwareMeasurement] = {}
         pending = []
         for i, body_ in enumerate(items):
             problem = check_block(body_.lines)
             if problem:
-                out[i] = Result(body_, None, error=f"unsupported: {problem}")
+                out[i] = HardwareMeasurement(body_, None, error=f"unsupported: {problem}")
             else:
                 pending.append((i, body_))
         for start in range(0, len(pending), self.batch):
@@ -471,7 +342,7 @@ class HardwareOracle:
 
 @dataclass(frozen=True)
 class AsmBody:
-    """A concrete loop body (AT&T lines) in place of an experiment in a :class:`Result`."""
+    """A concrete loop body (AT&T lines) in place of an experiment in a :class:`HardwareMeasurement`."""
 
     lines: tuple[str, ...]
 
@@ -479,44 +350,7 @@ class AsmBody:
         return "; ".join(self.lines)
 
 
-_RESERVED_REGS = {name for rep in ("r13", "r14", "r15", "rsp") for name in
-                  ((rep, rep + "d", rep + "w", rep + "b") if rep != "rsp" else ("rsp", "esp", "sp", "spl"))}
-_MEM_OPERAND = re.compile(r"(-?(?:0x[0-9a-fA-F]+|\d+))?\(([^)]*)\)")
-_CONTROL = re.compile(r"^\s*(j[a-z]+|call[a-z]*|ret[a-z]*|loop[a-z]*|syscall|sysenter|int[0-9a-z]*|hlt|ud[0-2]?|"
-                      r"enter|leave|push[a-z]*|pop[a-z]*|iret[a-z]*)\b", re.I)
-
-
-def check_block(lines: Sequence[str]) -> str | None:
-    """Why a concrete block cannot run in the measurement frame, or None when it can: memory
-    operands must be ``disp(%r14)`` within the frame's 4 KiB of operand memory, the reserved
-    registers (loop counter r15, memory base r14, divisor r13, rsp) must not appear otherwise,
-    and nothing may change control flow or the stack. Labels and directives are refused too."""
-    from pmsolve.harness.allocation import MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS
-
-    limit = MEM_SLOT_OFFSET + MEM_SLOT_STRIDE * MEM_SLOTS
-    if not lines:
-        return "empty block"
-    for line in lines:
-        text = line.split("#", 1)[0].strip()
-        if not text or text.endswith(":") or text.startswith("."):
-            return f"{line!r} is not an instruction"
-        if _CONTROL.match(text):
-            return f"{text!r} changes control flow or the stack"
-        rest = text
-        for m in _MEM_OPERAND.finditer(text):
-            inside = [p.strip() for p in m.group(2).split(",")]
-            disp = int(m.group(1) or "0", 0)
-            if inside != ["%r14"] or not 0 <= disp < limit:
-                return (f"{text!r}: memory operands must be disp(%r14) with 0 <= disp < {limit} "
-                        "(the measurement frame's memory)")
-            rest = rest.replace(m.group(0), " ")
-        for reg in re.findall(r"%([a-z0-9]+)", rest.lower()):
-            if reg in _RESERVED_REGS:
-                return f"{text!r} uses %{reg}, which the measurement frame reserves"
-    return None
-
-
-def _faster(a: Result, b: Result, attempts: int) -> Result:
+def _faster(a: HardwareMeasurement, b: HardwareMeasurement, attempts: int) -> HardwareMeasurement:
     """Of two attempts at one experiment keep the faster (outside noise only slows kernels
     down); it keeps its own noise flag and carries the total number of attempts."""
     keep = a if (a.cycles or float("inf")) <= (b.cycles or float("inf")) else b
@@ -532,21 +366,3 @@ def relative_spread(values: Sequence[float]) -> float:
     if len(v) >= 5:
         v = v[1:-1]
     return (v[-1] - v[0]) / med if med > 0 else 0.0
-
-
-def open_hardware(path: str, options: dict[str, str]):
-    """``hardware:STORE[?rounds=..&target_ticks=..&noise_tolerance=..&max_retries=..]`` (``-``: no store)."""
-    known = {"rounds": int, "target_ticks": int, "noise_tolerance": float, "max_retries": int}
-    unknown = set(options) - set(known)
-    if unknown:
-        raise ValidationError(f"hardware oracle: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-    try:
-        settings = Settings(**{k: known[k](v) for k, v in options.items()})
-    except ValueError as exc:
-        raise ValidationError(f"hardware oracle: bad option value: {exc}") from None
-    oracle = HardwareOracle(settings=settings)
-    if path in ("", "-"):
-        return oracle
-    from pmsolve.harness.store import MeasurementStore, StoredOracle
-
-    return StoredOracle(oracle, MeasurementStore(path))

@@ -1,16 +1,23 @@
-"""The oracle protocol: what an inference algorithm may ask of a machine (DESIGN §4).
+"""The oracle protocol, what an inference algorithm may ask of a machine (DESIGN §4), and
+:func:`open_oracle`, which builds any oracle from a spec string.
 
-Kept deliberately small so that a hardware oracle and a caching measurement store can plug in
-later: a batch ``measure`` call (batches let a hardware oracle assemble many kernels at once),
-the instruction schemes it can run, and an optional total-µop counter.
+The protocol is deliberately small: a batch ``measure`` call (batches let a hardware oracle
+assemble many kernels at once), the instruction schemes it can run, and an optional total-µop
+counter. The factory is the one place that knows every kind of oracle, so it is also where a
+hardware oracle is wrapped in its measurement store.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 from urllib.parse import parse_qsl
 
 from pmsolve.errors import ValidationError
+from pmsolve.harness.hardware import HardwareOracle, HarnessSettings
+from pmsolve.harness.recorded import RecordedOracle
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.harness.store import MeasurementStore, StoredOracle
 from pmsolve.model import Experiment
 
 
@@ -65,17 +72,46 @@ def open_oracle(spec: str) -> Oracle:
     """
     kind, path, options = parse_spec(spec)
     if kind == "simulated":
-        from pmsolve.harness.simulated import SimulatedOracle
         return SimulatedOracle.from_spec(path, options)
     if kind == "recorded":
-        from pmsolve.harness.recorded import RecordedOracle
         if options:
             raise ValidationError(f"oracle spec {spec!r}: recorded oracles take no options, got {sorted(options)}")
         return RecordedOracle.from_file(path)
     if kind == "hardware":
-        from pmsolve.harness.hardware import open_hardware
-        return open_hardware(path, options)
+        return _hardware(path, options)
     if kind == "store":
-        from pmsolve.harness.store import open_store_oracle
-        return open_store_oracle(path, options)
+        return _replay_store(path, options)
     raise ValidationError(f"unknown oracle kind {kind!r} in {spec!r}: choose one of {', '.join(ORACLE_KINDS)}")
+
+
+def _hardware(path: str, options: dict[str, str]) -> HardwareOracle | StoredOracle:
+    """``hardware:STORE[?rounds=..&target_ticks=..&noise_tolerance=..&max_retries=..]`` (``-``: no store)."""
+    known = {"rounds": int, "target_ticks": int, "noise_tolerance": float, "max_retries": int}
+    unknown = set(options) - set(known)
+    if unknown:
+        raise ValidationError(f"hardware oracle: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+    try:
+        settings = HarnessSettings(**{k: known[k](v) for k, v in options.items()})
+    except ValueError as exc:
+        raise ValidationError(f"hardware oracle: bad option value: {exc}") from None
+    oracle = HardwareOracle(settings=settings)
+    if path in ("", "-"):
+        return oracle
+    return StoredOracle(oracle, MeasurementStore(path))
+
+
+def _replay_store(path: str, options: dict[str, str]) -> RecordedOracle:
+    """``store:FILE[?machine=FP&settings=JSON]``: a recorded oracle over a store's rows."""
+    unknown = set(options) - {"machine", "settings"}
+    if unknown:
+        raise ValidationError(f"store oracle: unknown option(s) {sorted(unknown)}; known: machine, settings")
+    if not Path(path).exists():
+        raise ValidationError(f"store oracle: {path} does not exist")
+    store = MeasurementStore(path)
+    keys = [(m, s) for m, s, _ in store.keys()
+            if options.get("machine", m) == m and options.get("settings", s) == s]
+    if len(keys) != 1:
+        shown = "; ".join(f"machine={m} settings={s}" for m, s in keys[:4]) or "none"
+        raise ValidationError(f"store oracle: {path} holds {len(keys)} matching measurement sets ({shown}); "
+                              "choose one with ?machine=...&settings=...")
+    return RecordedOracle(store.measurements(*keys[0]), source=f"{path} (machine {keys[0][0]})")

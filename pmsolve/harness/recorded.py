@@ -7,6 +7,7 @@ import statistics
 from typing import Iterable, Sequence
 
 from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.formats import load_measurements
 from pmsolve.model import Experiment, Measurement
 
 
@@ -29,8 +30,6 @@ class RecordedOracle:
 
     @classmethod
     def from_file(cls, path: str) -> "RecordedOracle":
-        from pmsolve.formats import load_measurements
-
         return cls(load_measurements(path), source=path)
 
     @property

@@ -10,8 +10,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pmsolve.errors import ValidationError
-from pmsolve.model import Experiment, PortMapping
+from pmsolve.formats import load_mapping
 from pmsolve.formula import batch_inverse_throughput
+from pmsolve.model import Experiment, PortMapping
 
 
 class SimulatedOracle:
@@ -37,8 +38,6 @@ class SimulatedOracle:
 
     @classmethod
     def from_spec(cls, path: str, options: Mapping[str, str]) -> "SimulatedOracle":
-        from pmsolve.formats import load_mapping
-
         known = {"r_max", "noise", "seed", "uops"}
         unknown = set(options) - known
         if unknown:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from pmsolve.errors import FormatError, PmsolveError
+from pmsolve.errors import FormatError, MeasurementError, PmsolveError
 from pmsolve.harness.cpu import host_cpu
 from pmsolve.model import Experiment, Measurement
 
@@ -96,7 +96,9 @@ def parse_experiment(text: str) -> Experiment:
 
 
 @dataclass(frozen=True)
-class Row:
+class StoredRow:
+    """One experiment's row of the store: its value (None when it failed) and how it was measured."""
+
     experiment: Experiment
     cycles: float | None
     spread: float | None
@@ -131,15 +133,15 @@ class MeasurementStore:
         self.db.execute("INSERT OR IGNORE INTO machines VALUES (?, ?)",
                         (fingerprint, json.dumps(description, sort_keys=True)))
 
-    def get(self, machine: str, settings: str, experiments: Iterable[Experiment]) -> dict[Experiment, Row]:
-        out: dict[Experiment, Row] = {}
+    def get(self, machine: str, settings: str, experiments: Iterable[Experiment]) -> dict[Experiment, StoredRow]:
+        out: dict[Experiment, StoredRow] = {}
         for e in experiments:
             cur = self.db.execute("SELECT cycles, spread, noisy, attempts, error, samples, created FROM measurements "
                                   "WHERE machine=? AND settings=? AND experiment=?",
                                   (machine, settings, canonical_experiment(e)))
             r = cur.fetchone()
             if r is not None:
-                out[e] = Row(e, r[0], r[1], bool(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None, r[6])
+                out[e] = StoredRow(e, r[0], r[1], bool(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None, r[6])
         return out
 
     def put(self, machine: str, settings: str, e: Experiment, cycles: float | None, *, spread: float | None = None,
@@ -152,7 +154,7 @@ class MeasurementStore:
                         (machine, settings, canonical_experiment(e), cycles, spread, int(noisy), attempts, error,
                          json.dumps(samples) if samples is not None else None, time.time()))
 
-    def rows(self, machine: str | None = None, settings: str | None = None) -> list[Row]:
+    def rows(self, machine: str | None = None, settings: str | None = None) -> list[StoredRow]:
         q = "SELECT experiment, cycles, spread, noisy, attempts, error, samples, created FROM measurements"
         cond, args = [], []
         if machine:
@@ -163,7 +165,7 @@ class MeasurementStore:
             args.append(settings)
         if cond:
             q += " WHERE " + " AND ".join(cond)
-        return [Row(parse_experiment(r[0]), r[1], r[2], bool(r[3]), r[4], r[5], json.loads(r[6]) if r[6] else None,
+        return [StoredRow(parse_experiment(r[0]), r[1], r[2], bool(r[3]), r[4], r[5], json.loads(r[6]) if r[6] else None,
                     r[7]) for r in self.db.execute(q + " ORDER BY id", args)]
 
     def measurements(self, machine: str | None = None, settings: str | None = None) -> list[Measurement]:
@@ -223,7 +225,7 @@ class StoredOracle:
     def describe(self) -> str:
         return f"{self.inner.describe()} via store {self.store.path}"
 
-    def rows(self, experiments: Sequence[Experiment]) -> dict[Experiment, Row]:
+    def rows(self, experiments: Sequence[Experiment]) -> dict[Experiment, StoredRow]:
         """Measure what is missing and return every experiment's stored row."""
         experiments = list(experiments)
         unique = list(dict.fromkeys(experiments))
@@ -272,29 +274,7 @@ class StoredOracle:
         rows = self.rows(experiments)
         bad = [rows[e] for e in dict.fromkeys(experiments) if not rows[e].ok]
         if bad and self.on_error == "raise":
-            from pmsolve.harness.hardware import MeasurementError
-
             shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])
             raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown} "
                                    f"(stored in {self.store.path}; rerun with retry_errors to try again)")
         return [rows[e].cycles if rows[e].ok else float("nan") for e in experiments]
-
-
-def open_store_oracle(path: str, options: dict[str, str]):
-    """``store:FILE[?machine=FP&settings=JSON]``: a recorded oracle over a store's rows."""
-    from pmsolve.errors import ValidationError
-    from pmsolve.harness.recorded import RecordedOracle
-
-    unknown = set(options) - {"machine", "settings"}
-    if unknown:
-        raise ValidationError(f"store oracle: unknown option(s) {sorted(unknown)}; known: machine, settings")
-    if not Path(path).exists():
-        raise ValidationError(f"store oracle: {path} does not exist")
-    store = MeasurementStore(path)
-    keys = [(m, s) for m, s, _ in store.keys()
-            if options.get("machine", m) == m and options.get("settings", s) == s]
-    if len(keys) != 1:
-        shown = "; ".join(f"machine={m} settings={s}" for m, s in keys[:4]) or "none"
-        raise ValidationError(f"store oracle: {path} holds {len(keys)} matching measurement sets ({shown}); "
-                              "choose one with ?machine=...&settings=...")
-    return RecordedOracle(store.measurements(*keys[0]), source=f"{path} (machine {keys[0][0]})")

@@ -1,6 +1,6 @@
 """The measurement worker: a separate process that executes generated machine code in-process.
 
-Run as ``python -m pmsolve.harness.worker``; the parent (:mod:`pmsolve.harness.hardware`) talks
+Run as ``python -m pmsolve.harness.worker``; the parent (:mod:`pmsolve.harness.worker_client`) talks
 to it with pickled messages over stdin/stdout. Code is copied into an executable anonymous
 mmap that stays alive until the next ``load``, and called through ctypes. A kernel that faults
 (SIGILL, SIGSEGV) kills only this process; the parent turns that into an error for the

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from pmsolve.errors import ValidationError
+from pmsolve.formats import _read_json, mapping_from_json
+from pmsolve.isa.catalogue import load_catalogue
 
 NAMINGS = ("catalogue", "explainable", "pmevo")
 
@@ -329,11 +331,8 @@ def names_of(source: str) -> list[str]:
     """Scheme names from ``catalogue`` (every catalogue scheme), ``catalogue:offered`` (those
     offered on this host), or a mapping / experiment file in any format pmsolve reads."""
     if source in ("catalogue", "catalogue:offered", "catalogue:all"):
-        from pmsolve.isa.catalogue import load_catalogue
-
         cat = load_catalogue(host=source == "catalogue:offered")
         return [s.name for s in (cat.offered() if source == "catalogue:offered" else cat)]
-    from pmsolve.formats import _read_json, mapping_from_json
 
     data = _read_json(source)
     if isinstance(data, dict):   # the raw names: a mapping reader drops schemes without ports

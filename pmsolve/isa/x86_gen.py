@@ -57,6 +57,8 @@ from pathlib import Path
 from typing import Iterator
 
 from pmsolve.errors import PmsolveError
+from pmsolve.isa.catalogue import default_dir
+from pmsolve.isa.render import render_representative
 from pmsolve.isa.scheme import VECTOR_CLASSES, Operand, Scheme
 
 try:  # the generator is the only place that needs iced-x86
@@ -470,8 +472,6 @@ def _rule_exclusion(ins, info, mnem, operands, implicit, flags_read, flags_writt
 
 def _check_assembles(schemes: list[Scheme]) -> list[Scheme]:
     """Assemble every offered scheme's representative text with GNU as; exclude rejections."""
-    from pmsolve.isa.render import render_representative
-
     offered = [s for s in schemes if s.excluded is None]
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "all.s"
@@ -491,8 +491,6 @@ def _check_encodings(schemes: list[Scheme]) -> list[Scheme]:
     """Make GNU as emit each offered VEX/EVEX scheme in its own encoding: where ``as`` picks the
     other one for a representative instance (``vpdpbusd ymm`` is EVEX unless told ``{vex}``),
     the template gets the pseudo-prefix. Checked by disassembling the representatives."""
-    from pmsolve.isa.render import render_representative
-
     todo = [s for s in schemes if s.excluded is None and s.encoding in _PREFIX_OF
             and not s.template.startswith(("{{vex}}", "{{evex}}"))]
     if not todo:
@@ -525,8 +523,6 @@ def write_catalogue(path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pmsolve.isa.catalogue import default_dir
-
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else default_dir() / "x86_64.json"
     n = write_catalogue(out)

@@ -21,9 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from pmsolve.anica.predictors.base import ModelChoice
+from pmsolve.data import example_mapping
+from pmsolve.harness.allocation import allocate, body
 from pmsolve.harness.cpu import host_cpu, reference_singles
+from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
+from pmsolve.harness.peak import detect_peak_ipc
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.harness.store import MeasurementStore, StoredOracle
+from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
+from pmsolve.metrics import accuracy
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.predictors import llvm_mca, osaca
+from pmsolve.predictors.base import ModelChoice
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
+from pmsolve.predictors.osaca import OsacaPredictor
+from pmsolve.throughput import evaluate_many
 
 #: the default scheme set of the main job (all offered on Zen 3 / any AVX2+BMI2+FMA host)
 DEFAULT_SCHEMES = """
@@ -72,11 +85,11 @@ class JobReport:
     seconds: dict[str, float]
     pmevo_table: str
     notes: list[str] = field(default_factory=list)
-    cpu: dict | None = None                                  # CpuIdentity.as_json() on hardware
-    models: list[dict] = field(default_factory=list)         # ModelChoice.as_json() of each comparison tool
+    cpu: dict | None = None                                  # CpuIdentity.to_json() on hardware
+    models: list[dict] = field(default_factory=list)         # ModelChoice.to_json() of each comparison tool
     reference: dict | None = None                            # the host's published singles, if any
 
-    def as_json(self) -> dict:
+    def to_json(self) -> dict:
         return {"machine": self.machine, "cpu": self.cpu, "models": self.models, "reference_singles": self.reference,
                 "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
                 "singles": self.singles, "accuracy": self.accuracy, "seconds": self.seconds, "notes": self.notes,
@@ -114,9 +127,6 @@ def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Expe
 def _block(catalogue, e: Experiment, target: int = 40):
     """The experiment as a concrete block (operands allocated, unrolled to about ``target``
     instructions) and its unroll factor: predictions divide by it to get cycles per copy."""
-    from pmsolve.anica.block import Block
-    from pmsolve.harness.allocation import allocate, body
-
     counts = {catalogue[n]: c for n, c in e.items()}
     factor = max(1, round(target / e.size))
     return Block.of([(i.scheme.name, i.text()) for i in allocate(body(counts, factor))]), factor
@@ -131,8 +141,6 @@ def _per_copy(predictor, blocks) -> tuple[list[float | None], list[str]]:
 def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoice]:
     """The llvm-mca and OSACA models to compare with: given in the config, else the best ones
     for this microarchitecture (a nearest-model fallback says so in ``why``)."""
-    from pmsolve.anica.predictors import llvm_mca, osaca
-
     mca = (ModelChoice("llvm-mca", config.mcpu, getattr(llvm_mca.find_llvm_mca(), "version", None), False,
                        "chosen by the user") if config.mcpu else llvm_mca.model_for(uarch))
     osa = ModelChoice("OSACA", config.osaca_arch, None, False, "chosen by the user") if config.osaca_arch \
@@ -141,24 +149,21 @@ def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoic
 
 
 def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | None]:
-    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.anica.predictors.llvm_mca`:
+    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.predictors.llvm_mca`:
     all blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
-    from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
-
     if find_llvm_mca() is None:
         return [None] * len(blocks)
     return _per_copy(LlvmMcaPredictor(mcpu, iterations=iterations), blocks)[0]
 
 
 def osaca_predict(blocks, arch: str) -> tuple[list[float | None], list[str]]:
-    """Cycles per experiment copy from OSACA (:mod:`pmsolve.anica.predictors.osaca`: its Python
+    """Cycles per experiment copy from OSACA (:mod:`pmsolve.predictors.osaca`: its Python
     API in a worker, optimal port pressure and loop-carried dependencies), and the errors of the
     blocks it could not predict (e.g. instruction forms its model lacks)."""
     import importlib.util
 
     if importlib.util.find_spec("osaca") is None:
         return [None] * len(blocks), []
-    from pmsolve.anica.predictors.osaca import OsacaPredictor
 
     predictor = OsacaPredictor(arch)
     try:
@@ -175,8 +180,6 @@ def _say(msg: str, quiet: bool) -> None:
 
 
 def run(config: JobConfig, *, quiet: bool = False) -> JobReport:
-    from pmsolve.harness.hardware import available
-
     reason = None if config.simulated else available()
     if reason is None and not config.simulated:
         return _run_hardware(config, quiet)
@@ -184,8 +187,6 @@ def run(config: JobConfig, *, quiet: bool = False) -> JobReport:
 
 
 def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
-    from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
-
     evo = EvolutionConfig(population=config.population, generations=config.generations, seed=config.seed,
                           patience=config.patience, local_search=config.local_search)
     return infer(oracle, config.ports, evo, instructions=list(schemes), r_max=r_max, workers=config.workers,
@@ -193,23 +194,16 @@ def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
 
 
 def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> dict[str, dict]:
-    from pmsolve.metrics import accuracy
-
     out = {}
     for name, vals in preds.items():
         pairs = [(p, m) for p, m in zip(vals, measured) if p is not None and p > 0 and m == m]
         if len(pairs) >= 3:
             acc = accuracy([p for p, _ in pairs], [m for _, m in pairs])
-            out[name] = acc.as_dict()
+            out[name] = acc.to_json()
     return out
 
 
 def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
-    from pmsolve.harness.hardware import HardwareOracle, Settings
-    from pmsolve.harness.peak import detect_peak_ipc
-    from pmsolve.harness.store import MeasurementStore, StoredOracle
-    from pmsolve.throughput import evaluate_many
-
     t0 = time.monotonic()
     seconds: dict[str, float] = {}
     done = [0]
@@ -219,7 +213,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
         if done[0] % 250 == 0:
             _say(f"measured {done[0]} experiments ({time.monotonic() - t0:.0f} s)", quiet)
 
-    hw = HardwareOracle(list(config.schemes), Settings(), progress=progress)
+    hw = HardwareOracle(list(config.schemes), HarnessSettings(), progress=progress)
     store_path = str(config.store or default_store())
     store = MeasurementStore(store_path)
     oracle = StoredOracle(hw, store)
@@ -260,21 +254,16 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     seconds["total"] = time.monotonic() - t0
     notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}")
     noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
-    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
+    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {HarnessSettings().noise_tolerance:.0%}")
     ref = reference_singles(cpu.microarchitecture)
     reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}
                  if ref else None)
     return JobReport(f"{cpu.describe()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
-                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.as_json(),
-                     models=[mca.as_json(), osa.as_json()], reference=reference)
+                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.to_json(),
+                     models=[mca.to_json(), osa.to_json()], reference=reference)
 
 
 def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
-    from pmsolve.data import example_mapping
-    from pmsolve.harness.peak import detect_peak_ipc
-    from pmsolve.harness.simulated import SimulatedOracle
-    from pmsolve.throughput import evaluate_many
-
     _say(f"no hardware measurement ({reason}): running the simulated example (bundled Zen+ mapping, "
          "1 % noise, R_max 5)", quiet)
     t0 = time.monotonic()

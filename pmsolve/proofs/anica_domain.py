@@ -18,7 +18,11 @@ import random
 from itertools import combinations, product
 from typing import Any
 
+import pmsolve.anica.domain as domain  # read at call time: a code mutant patches domain.contains
+from pmsolve.anica.domain import AbstractBlock, Concrete, Expansion, Form, MUST, MUSTNOT, Universe, beta, expansions
 from pmsolve.anica.features import DEF_NONE, TOP, EditDistance, LogSizes, Singleton, SubsetOrNone
+from pmsolve.anica.sampler import Sampler
+from pmsolve.isa import load_catalogue
 from pmsolve.proofs.base import Check, Tally, Violation, patched, register
 
 
@@ -122,10 +126,6 @@ def _check_alias(mutant: str | None, tally: Tally) -> None:
     """Eq. 8.13-8.17 on pmsolve.anica.domain itself: AbstractBlock.leq (⊑_al), the aliasing
     expansions of ``expansions``, ``contains`` (γ) and ``beta`` (β_al), on every aliasing map over
     the three operand pairs of ALIAS_FORMS and every concrete aliasing pattern of them."""
-    from pmsolve.anica.domain import AbstractBlock, Concrete, Form, MUST, MUSTNOT, Universe, beta, contains, \
-        expansions
-    from pmsolve.isa import load_catalogue
-
     cat = load_catalogue()
     u = Universe([Form(cat[n]) for n in ALIAS_FORMS], {})
     insns = [u.beta_insn(n) for n in ALIAS_FORMS]
@@ -177,22 +177,18 @@ def _check_alias(mutant: str | None, tally: Tally) -> None:
                                                                    if x.where == "alias")} or [top])
         for c, f in zip(concrete, facts):  # γ (eq. 8.15) exactly, hence monotone
             want = all(h[x] is TOP or h[x] == f[x] for x in ALIAS_PAIRS)
-            if contains(u, ab, c) != want:
+            if domain.contains(u, ab, c) != want:
                 raise Violation(f"aliasing: contains() says {not want} for the block with facts {show(f)} "
                                 f"and {show(h)}")
         tally.cases += 1
     for c, f in zip(concrete, facts):  # β_al (eq. 8.16): exactly the block's facts, so b ∈ γ(β(b))
         got = beta(u, c).alias
-        if got != f or not contains(u, beta(u, c), c):
+        if got != f or not domain.contains(u, beta(u, c), c):
             raise Violation(f"aliasing: β of the block with facts {show(f)} has aliasing {show(got)}")
         tally.cases += 1
 
 
 def _check_blocks(mutant: str | None, tally: Tally) -> None:
-    from pmsolve.anica.domain import Form, Universe, beta, contains, expansions
-    from pmsolve.anica.sampler import Sampler
-    from pmsolve.isa import load_catalogue
-
     cat = load_catalogue()
     names = ["add_r64_r64", "adc_r64_r64", "add_m64_r64", "shl_r64_cl", "mov_m64_r64", "imul_r64_r64",
              "vaddpd_ymm_ymm_ymm", "vaddps_xmm_xmm_m128", "bsf_r64_r64", "lea_r64_m"]
@@ -202,14 +198,12 @@ def _check_blocks(mutant: str | None, tally: Tally) -> None:
     u = Universe([Form(s) for s in schemes], counts)
     smp = Sampler(u)
     rng = random.Random(7)
-    from pmsolve.anica.domain import AbstractBlock
-
     for _ in range(60):
         c = smp.sample(AbstractBlock.top(rng.randint(1, 3)), rng)
         if c is None:
             continue
         ab = beta(u, c)
-        if not contains(u, ab, c):
+        if not domain.contains(u, ab, c):
             raise Violation(f"block soundness: {c} ∉ γ(β)")
         for _ in range(8):
             exps = expansions(ab)
@@ -225,7 +219,7 @@ def _check_blocks(mutant: str | None, tally: Tally) -> None:
                 raise Violation(f"block expansion {e.describe()} shrinks γ_in")
             for _ in range(3):  # samples of γ(a) stay in γ(E(a))
                 s = smp.sample(ab, rng)
-                if s is not None and not contains(u, nxt, s):
+                if s is not None and not domain.contains(u, nxt, s):
                     raise Violation(f"γ not monotone: a sample of γ(a) leaves γ(E(a)) after {e.describe()}")
             ab = nxt
         tally.cases += 1
@@ -240,8 +234,6 @@ def _body(mutant: str | None, tally: Tally) -> None:
 
 def _alias_expansion_to_mustnot():
     """Expansion.apply turning a 'must' aliasing entry into 'mustnot' instead of ⊤ (a code mutant)."""
-    from pmsolve.anica.domain import MUST, MUSTNOT, AbstractBlock, Expansion
-
     real = Expansion.apply
 
     def wrong(self, ab):
@@ -254,8 +246,6 @@ def _alias_expansion_to_mustnot():
 
 def _leq_without_aliasing():
     """AbstractBlock.leq comparing the instructions only (a code mutant)."""
-    from pmsolve.anica.domain import AbstractBlock
-
     def wrong(self, other):
         return len(self.insns) == len(other.insns) and all(a.leq(b) for a, b in zip(self.insns, other.insns))
 
@@ -264,8 +254,6 @@ def _leq_without_aliasing():
 
 def _contains_without_aliasing():
     """contains() (γ_A) checking the instructions only, not the aliasing (a code mutant)."""
-    import pmsolve.anica.domain as domain
-
     def wrong(u, ab, c):
         return len(c.forms) == len(ab.insns) and all(u.admits(ai, k) for ai, k in zip(ab.insns, c.forms))
 

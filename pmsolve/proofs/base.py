@@ -36,7 +36,7 @@ class Verdict:
     counterexample: str = ""
     notes: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "statement": self.statement, "bound": self.bound,
                 "method": self.method, "verdict": "holds" if self.holds else "violated", "cases": self.cases,
                 "seconds": round(self.seconds, 3), "mutant": self.mutant, "counterexample": self.counterexample,

@@ -19,12 +19,20 @@ from fractions import Fraction
 from itertools import combinations, combinations_with_replacement, permutations, product
 from typing import Iterator, Sequence
 
-import pmsolve.throughput as throughput
+from pmsolve.backends import solve
+from pmsolve.encodings import fixed_experiment, fixed_mapping, power_set_mapping, relate_throughput, two_level_mapping
+from pmsolve.encodings.experiments import ExperimentEnc
+from pmsolve.encodings.mapping_class import FreeExperiment, MappingClass, SymMapping
+from pmsolve.encodings.mappings import uop_name
+import pmsolve.encodings.relate as relate
+from pmsolve.encodings.tp_formula import tp_fixed, tp_free
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.proofs.base import Check, Tally, Violation, patched, register
-from pmsolve.symbolic import (
-    And, BoolVar, Compare, Formula, Ite, Lin, Not, Or, Problem, Real, Sum,
-)
+import pmsolve.symbolic as symbolic
+from pmsolve.symbolic import And, BoolVar, Compare, Formula, Int, Ite, Lin, Not, NumVar, Or, Problem, Real, Sum
+from pmsolve.symbolic.nodes import OrF
+from pmsolve.symbolic.walk import iter_vars
+import pmsolve.throughput as throughput
 
 LP_BACKEND = "highs"
 SMT_BACKEND = "z3"
@@ -138,8 +146,6 @@ def lp_problem(goods: Sequence[Commodity], ports: Sequence[str], *, drop: frozen
 
 def lp_value(goods: Sequence[Commodity], ports: Sequence[str], drop: frozenset[str] = frozenset(),
              backend: str = LP_BACKEND) -> Fraction:
-    from pmsolve.backends import solve
-
     res = solve(lp_problem(goods, ports, drop=drop), backend)
     if res.status != "sat":
         raise Violation(f"the LP is not solved to optimality ({res}) on {goods}")
@@ -270,8 +276,6 @@ register(Check(
 # --------------------------------------------------------------------------- Thm 3.14
 
 def _thm_3_14(mutant: str | None, tally: Tally) -> None:
-    from pmsolve.backends import solve
-
     drop = frozenset({"D"}) if mutant == "negative-shares" else frozenset()
     for m, e in _lp_domain():
         goods = commodities(m, e)
@@ -333,7 +337,6 @@ def _drop_relate(constraints: Sequence[Formula], which: str | None) -> list[Form
                     for a, _ in f.lhs.terms + f.rhs.terms))
 
     def is_f(f: Formula) -> bool:
-        from pmsolve.symbolic.nodes import OrF
         return isinstance(f, OrF) and all(isinstance(a, BoolVar) and "q[" in a.name for a in f.args)
 
     if which == "drop-I":
@@ -344,13 +347,6 @@ def _drop_relate(constraints: Sequence[Formula], which: str | None) -> list[Form
 
 
 def _thm_4_4(mutant: str | None, tally: Tally) -> None:
-    from pmsolve.backends import solve
-    from pmsolve.encodings import fixed_experiment, fixed_mapping, power_set_mapping, relate_throughput, \
-        two_level_mapping
-    from pmsolve.encodings.mapping_class import FreeExperiment, MappingClass, SymMapping
-    from pmsolve.encodings.tp_formula import tp_free
-    from pmsolve.encodings.experiments import ExperimentEnc
-
     # (1) one SMT query per class: relateThroughput ∧ t ≠ (bottleneck formula) is unsat
     classes = [(2, 3, 2, 1, 3), (3, 3, 2, 1, 2), (2, 2, 3, 2, 3)]
     for n, k, levels, u, bound in classes:
@@ -420,26 +416,17 @@ register(Check(
 
 def _relate_patched(name: str, instead: str):
     """relateThroughput built with the IR's ``instead`` where it writes ``name`` (a code mutant)."""
-    import pmsolve.encodings.relate as relate
-    import pmsolve.symbolic as symbolic
-
     return patched(relate, name, getattr(symbolic, instead))
 
 
 def _psvar(enc, insn: str, q: frozenset[str]) -> Lin:
     """power_set_mapping's Int variable insn2uop[i,u] (re-created with the same bounds, so the IR
     sees one variable), to tie it to the strategy encoding's n[i,u]."""
-    from pmsolve.encodings.mappings import uop_name
-    from pmsolve.symbolic import Int
-
     hi = max(1, _max_count(enc))
     return Int(f"M.insn2uop[{insn},{uop_name(q)}]", 0, hi).lin()
 
 
 def _max_count(enc) -> int:
-    from pmsolve.symbolic import NumVar
-    from pmsolve.symbolic.walk import iter_vars
-
     for f in enc.constraints:
         for v in iter_vars(f):
             if isinstance(v, NumVar) and "insn2uop" in v.name and v.hi is not None:
@@ -561,10 +548,6 @@ def _premise(t_pair: Fraction, ti: Fraction, tj: Fraction, mutant: str | None) -
 
 
 def _thm_6_3(mutant: str | None, tally: Tally) -> None:
-    from pmsolve.backends import solve
-    from pmsolve.encodings.mapping_class import MappingClass, SymMapping
-    from pmsolve.encodings.tp_formula import tp_fixed
-
     # (1) exhaustive with the exact formula
     unequal_sizes_additive = 0
     for k in range(1, 6):
@@ -632,8 +615,6 @@ register(Check(
 
 def _symbolic_intersecting():
     """SymMapping.inside answering "some port of the µop is in Q" instead of "all are" (a code mutant)."""
-    from pmsolve.encodings.mapping_class import SymMapping
-
     real = SymMapping.inside
 
     def wrong(self, insn, q):

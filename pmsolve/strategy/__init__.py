@@ -3,7 +3,7 @@ the port mapping down?
 
     from pmsolve.strategy import check_strategy, smallest_counterexample, shortcut_gap
     v = check_strategy("ratio-pairs", insns=3, ports=4, max_exp_len=3)
-    print(v.render()); v.as_json()
+    print(v.render()); v.to_json()
 
 The encoding lives in :mod:`pmsolve.encodings.sufficiency`; any SMT (or big-M MILP) backend of
 :mod:`pmsolve.backends` solves it; counterexamples are re-checked with the exact formula.

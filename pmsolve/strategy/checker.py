@@ -56,7 +56,7 @@ class Counterexample:
     agreed: tuple[tuple[Experiment, Fraction], ...]
     uop_counts: dict[str, int] | None = None
 
-    def as_json(self, instructions: tuple[str, ...]) -> dict[str, Any]:
+    def to_json(self, instructions: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "m1": mapping_json(self.m1, instructions), "m2": mapping_json(self.m2, instructions),
             "experiment": dict(self.experiment.items()),
@@ -94,7 +94,7 @@ class StrategyVerdict:
                 "max_uops": self.cls.max_uops, "max_exp_len": self.max_exp_len,
                 "fixed_instructions": list(self.cls.fixed.instructions) if self.cls.fixed else []}
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"strategy": self.strategy, "description": self.description,
                                "bounds": self.bounds(), "verdict": self.status, "backend": self.backend,
                                "seconds": round(self.seconds, 3),
@@ -102,7 +102,7 @@ class StrategyVerdict:
         if self.reason:
             out["reason"] = self.reason
         if self.counterexample is not None:
-            out["counterexample"] = self.counterexample.as_json(self.cls.instructions)
+            out["counterexample"] = self.counterexample.to_json(self.cls.instructions)
         return out
 
     def render(self) -> str:
@@ -285,7 +285,7 @@ class ShortcutVerdict:
     exact: Fraction | None = None
     shortcut_value: Fraction | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"shortcut": self.shortcut, "bounds": {"insns": self.insns, "ports": self.ports,
                                "max_exp_len": self.max_exp_len}, "verdict": self.status,
                                "backend": self.backend, "seconds": round(self.seconds, 3)}
@@ -319,7 +319,7 @@ def shortcut_gap(insns: int, ports: int, *, max_exp_len: int = 3, backend: str |
                  timeout: float | None = None) -> ShortcutVerdict:
     """Search a two-level mapping and experiment where Facile's pairwise shortcut is not exact."""
     if insns < 1 or ports < 1:
-        raise ValidationError("--insns and --ports must be ≥ 1")
+        raise ValidationError("the numbers of instructions and ports must be ≥ 1")
     cls = MappingClass(instruction_names(insns), port_names(ports))
     t0 = time.perf_counter()
     enc = build_shortcut_gap(cls, max_exp_len, pairwise_union_admissible)

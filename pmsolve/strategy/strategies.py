@@ -65,21 +65,22 @@ class Strategy(StrategySpec):
         """The bounded class: N symbolic instructions (named i1..iN, or the file's names), ports
         0..K-1, and for blocking strategies the known blocking instructions B_Q."""
         if n_ports < 1:
-            raise ValidationError(f"--ports must be ≥ 1, got {n_ports}")
+            raise ValidationError(f"the number of ports must be ≥ 1, got {n_ports}")
         if self.file_instructions is not None and n_insns is None:
             insns = self.file_instructions
         else:
             if n_insns is None or n_insns < 1:
-                raise ValidationError(f"--insns must be ≥ 1, got {n_insns}")
+                raise ValidationError(f"the number of instructions must be ≥ 1, got {n_insns}")
             insns = instruction_names(n_insns)
             if self.file_instructions is not None:
                 extra = sorted(set(self.file_instructions) - set(insns))
                 if extra:
                     raise ValidationError(f"strategy {self.name} uses instructions {extra} outside the class "
-                                          f"{list(insns)}; leave out --insns to take the file's names")
+                                          f"{list(insns)}; give no instruction count to take the file's names")
         u = max_uops if max_uops is not None else (1 if levels == 2 else 2)
         if levels == 2 and u != 1:
-            raise ValidationError("--max-uops needs --levels 3 (two-level instructions are one µop)")
+            raise ValidationError("a µop bound (max_uops) needs three-level mappings "
+                                  "(two-level instructions are one µop)")
         ports = port_names(n_ports)
         fixed = None
         if self.blocking:

@@ -8,7 +8,7 @@ backends use it to validate every model they return. Every operation on nodes (p
 evaluation, each backend's converter) is a :class:`Visitor`.
 """
 
-from pmsolve.symbolic.evaluate import Evaluator, eval_formula, eval_term, evaluate, violations
+from pmsolve.symbolic.evaluate import ModelEvaluator, eval_formula, eval_term, evaluate, violations
 from pmsolve.symbolic.nodes import (
     FALSE, TRUE, And, Bool, BoolConst, BoolVar, Compare, Eq, Formula, Iff, Implies, Int, Ite, Lin,
     Ne, Node, Not, NumVar, Or, Real, Sort, Sum, as_formula, as_term, compare, ite, same, to_fraction,
@@ -18,7 +18,7 @@ from pmsolve.symbolic.visit import MemoVisitor, Visitor, handles
 
 __all__ = [
     "FALSE", "TRUE", "And", "Bool", "BoolConst", "BoolVar", "Compare", "Constraint", "Eq",
-    "Evaluator", "Formula", "Iff", "Implies", "Int", "Ite", "Lin", "MemoVisitor", "Ne", "Node",
+    "Formula", "Iff", "Implies", "Int", "Ite", "Lin", "MemoVisitor", "ModelEvaluator", "Ne", "Node",
     "Not", "NumVar", "Objective", "Or", "Problem", "Real", "Sort", "Sum", "Visitor", "as_formula",
     "as_term", "compare", "eval_formula", "eval_term", "evaluate", "handles", "ite", "same",
     "to_fraction", "violations",

@@ -16,15 +16,15 @@ _CMP = {"=": lambda d: d == 0, "!=": lambda d: d != 0, "<=": lambda d: d <= 0,
         "<": lambda d: d < 0, ">=": lambda d: d >= 0, ">": lambda d: d > 0}
 
 
-class Evaluator(Visitor):
+class ModelEvaluator(Visitor):
     """Terms evaluate to Fractions, formulas to bools; a missing or ill-sorted value raises."""
 
     def __init__(self, assignment: Assignment) -> None:
-        self.a = assignment
+        self.assignment = assignment
 
     def _lookup(self, name: str) -> Value:
         try:
-            return self.a[name]
+            return self.assignment[name]
         except KeyError:
             raise ValidationError(f"the assignment has no value for variable {name!r}") from None
 
@@ -86,15 +86,15 @@ def evaluate(expr: object, assignment: Assignment) -> Value:
     """Value of a term (Fraction) or formula (bool); missing variables raise ValidationError."""
     if not isinstance(expr, n.Node):
         raise ValidationError(f"cannot evaluate {type(expr).__name__} {expr!r}")
-    return Evaluator(assignment).visit(expr)
+    return ModelEvaluator(assignment).visit(expr)
 
 
 def eval_term(term: object, assignment: Assignment) -> Fraction:
-    return Evaluator(assignment).visit(n.as_term(term))
+    return ModelEvaluator(assignment).visit(n.as_term(term))
 
 
 def eval_formula(f: "n.Formula", assignment: Assignment) -> bool:
-    return Evaluator(assignment).visit(f)
+    return ModelEvaluator(assignment).visit(f)
 
 
 def violations(problem: Any, assignment: Assignment) -> list[str]:
@@ -128,7 +128,7 @@ def model_violations(variables: Iterable[Any], constraints: Iterable[Any],
             bad.append(f"{v.name} = {val} is above its upper bound {v.hi}")
     if bad:
         return bad
-    ev = Evaluator(assignment)
+    ev = ModelEvaluator(assignment)
     for c in constraints:
         if not ev.visit(c.formula):
             bad.append(f"violated {c.name or 'constraint'}: {c.formula}")

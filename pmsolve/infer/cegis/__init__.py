@@ -13,10 +13,10 @@ from pmsolve.infer.cegis.algorithm import (
     CegisResult,
     Conflict,
     MappingVars,
-    Witness,
+    Refutation,
     infer,
 )
-from pmsolve.infer.cegis.store import MeasurementStore
+from pmsolve.infer.cegis.store import MeasurementLog
 
-__all__ = ["Cegis", "CegisOptions", "CegisResult", "Conflict", "MappingVars", "MeasurementStore",
-           "Witness", "infer"]
+__all__ = ["Cegis", "CegisOptions", "CegisResult", "Conflict", "MappingVars", "MeasurementLog",
+           "Refutation", "infer"]

@@ -39,7 +39,7 @@ from pmsolve.encodings.symmetry import lex_geq
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.infer.cegis.encode import observation_bounds
 from pmsolve.infer.cegis.screen import Screen, count_experiments
-from pmsolve.infer.cegis.store import MeasurementStore, as_fraction
+from pmsolve.infer.cegis.store import MeasurementLog, as_fraction
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import (
     And,
@@ -169,7 +169,7 @@ class CegisOptions:
 # --------------------------------------------------------------------------- results
 
 @dataclass(frozen=True)
-class Witness:
+class Refutation:
     """One measured experiment and the candidate mapping(s) its measurement ruled out."""
 
     experiment: Experiment
@@ -203,7 +203,7 @@ class CegisResult:
     mapping: PortMapping | None
     measurements: list[tuple[Experiment, Fraction]]
     initial: int
-    witnesses: list[Witness] = field(default_factory=list)
+    witnesses: list[Refutation] = field(default_factory=list)
     conflict: Conflict | None = None
     equivalent: list[PortMapping] = field(default_factory=list)
     proof: str = ""
@@ -271,10 +271,10 @@ class Cegis:
         self.m_free = self.space.free("M.")
         self.eps = _frac(o.epsilon) or None
         self.r_max = _frac(o.r_max)
-        self.store = MeasurementStore(state, insns, len(port_names))
+        self.store = MeasurementLog(state, insns, len(port_names))
         self.progress = progress or (lambda msg: None)
         self.obs: list[tuple[Experiment, Fraction]] = []
-        self.witnesses: list[Witness] = []
+        self.witnesses: list[Refutation] = []
         self.stats: dict[str, Any] = {"solver_checks": 0, "find_mapping_s": 0.0, "find_other_s": 0.0,
                                       "screen_s": 0.0, "equivalents": 0, "max_size": 0}
         self.option_constraints = self._option_constraints()
@@ -659,16 +659,16 @@ class Cegis:
             # reuse between iterations: a mapping explaining every measurement so far (checked
             # exactly) is the next m1 without asking the solver again
             carry = alive[0] if (alive and o.reuse) else None
-            w = Witness(e, t, kept, out)
+            w = Refutation(e, t, kept, out)
             self.witnesses.append(w)
             self.store.note(e, {"ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)} for m, tp in out]})
             self.progress(f"[{iteration}] {e} measured {float(t):.4g}: rules out {len(out)} candidate(s) "
                           f"({len(self.obs)} measurements, {time.perf_counter() - t_start:.1f}s)")
 
-    def _witness_from_note(self, e: Experiment, note: dict[str, Any]) -> Witness:
+    def _witness_from_note(self, e: Experiment, note: dict[str, Any]) -> Refutation:
         from pmsolve.formats import mapping_from_json
         outs = tuple((mapping_from_json(r["mapping"]), Fraction(r["predicted"])) for r in note.get("ruled_out", []))
-        return Witness(e, as_fraction(self.store.values[e]), None, outs)
+        return Refutation(e, as_fraction(self.store.values[e]), None, outs)
 
     def _result(self, status: str, mapping: PortMapping | None, n_initial: int, t_start: float, *,
                 conflict: Conflict | None = None, proof: str = "",

@@ -30,7 +30,7 @@ def atomic_write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
-class MeasurementStore:
+class MeasurementLog:
     """Experiment → measured inverse throughput, in measurement order, optionally backed by a file."""
 
     def __init__(self, path: str | Path | None, instructions: Iterable[str], ports: int):
@@ -49,7 +49,7 @@ class MeasurementStore:
         if sorted(data.get("instructions", [])) != sorted(self.instructions) or data.get("ports") != self.ports:
             raise ValidationError(f"{self.path}: the state belongs to another run "
                                   f"({len(data.get('instructions', []))} instructions, {data.get('ports')} ports); "
-                                  f"use another --state path or delete it")
+                                  f"use another state file or delete it")
         for row in data.get("measurements", []):
             try:
                 e = Experiment(row["experiment"])

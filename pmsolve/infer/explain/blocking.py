@@ -15,10 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from pmsolve.errors import SolverError, ValidationError
+from pmsolve.formats import mapping_to_json
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.infer.explain.options import ExplainOptions
-from pmsolve.model import PortMapping
+from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.symbolic import And, Iff, Not, Or
+from pmsolve.throughput import bottleneck
 
 Progress = Callable[[str], None]
 
@@ -36,7 +38,7 @@ def _constraints(proper: list[str], improper: dict[str, int], o: ExplainOptions)
         for a, b in o.disjoint:
             for x in (a, b):
                 if x not in proper and x not in improper:
-                    raise ValidationError(f"explain: --disjoint names {x!r}, which is not a blocking instruction "
+                    raise ValidationError(f"explain: a disjoint pair names {x!r}, which is not a blocking instruction "
                                           f"(representatives: {', '.join(proper[:6])}{' …' if len(proper) > 6 else ''})")
             for ra in range(1, mv.uops(a) + 1):
                 for rb in range(1, mv.uops(b) + 1):
@@ -48,8 +50,6 @@ def _constraints(proper: list[str], improper: dict[str, int], o: ExplainOptions)
 def infer_blocking(oracle: Any, classes: list[dict[str, Any]], r_max: float | None, o: ExplainOptions,
                    state_prefix: str | None, progress: Progress) -> dict[str, Any]:
     """CEGIS on the class representatives (+ improper ones); JSON-ready result."""
-    from pmsolve.formats import mapping_to_json
-
     size_of = {c["rep"]: c["size"] for c in classes}
     class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}
     improper = dict(o.improper)
@@ -100,9 +100,6 @@ def blockers(mapping: PortMapping, improper: list[str]) -> list[tuple[str, froze
     before Q): proper ones block their µop's ports; an improper one blocks the bottleneck ports
     of copies of itself when exactly one of its µop kinds lies inside them (so the blocked ports
     can share the load of an added µop evenly) and no proper one blocks the same set."""
-    from pmsolve.model import Experiment
-    from pmsolve.throughput import bottleneck
-
     suite: dict[frozenset[str], str] = {}
     for i, us in mapping.uops.items():
         if i not in improper and len(us) == 1 and us[0].count == 1:
@@ -114,5 +111,4 @@ def blockers(mapping: PortMapping, improper: list[str]) -> list[tuple[str, froze
         inside = [u for u in mapping.uops[i] if u.ports <= q]
         if q and len(inside) == 1 and inside[0].ports == q and q not in suite:
             suite[q] = i
-    from pmsolve.model import sort_ports
     return sorted(((b, q) for q, b in suite.items()), key=lambda x: (len(x[1]), sort_ports(x[1])))

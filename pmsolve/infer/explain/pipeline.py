@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.fileio import atomic_write_text
+from pmsolve.formats import mapping_from_json, mapping_to_json
 from pmsolve.infer.explain import stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.characterise import characterise
@@ -57,7 +59,6 @@ class ExplainResult:
 
     def to_json(self) -> dict[str, Any]:
         """A pmsolve mapping file (``pmsolve.formats`` reads it) with the explanation alongside."""
-        from pmsolve.formats import mapping_to_json
         data: dict[str, Any] = (mapping_to_json(self.mapping) if self.mapping is not None else
                                 {"format": "pmsolve.mapping", "version": 1, "ports": [], "instructions": {}})
         data["explanation"] = {"format": "pmsolve.explanation", "version": 1, **self.summary,
@@ -67,7 +68,6 @@ class ExplainResult:
 
     def save(self, path: str | Path) -> None:
         import json
-        from pmsolve.fileio import atomic_write_text
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
@@ -127,14 +127,13 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
     else:
         blk = stage("structure", lambda: infer_structure(orc, classes, single, r_max, o, say))
-    from pmsolve.formats import mapping_from_json
     if blk.get("mapping") is None:
         raise ValidationError(f"explain: no blocking instruction explains the measurements ({blk.get('proof')})")
     bmap = mapping_from_json(blk["mapping"])
     if blk.get("equivalent"):
         warnings.append(f"{len(blk['equivalent'])} other mapping(s) of the blocking instructions explain every "
                         f"measurement and differ from the chosen one on no experiment of ≤ 12 instructions (the "
-                        f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (--disjoint)")
+                        f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (disjoint pairs)")
         say("warning: " + warnings[-1])
     improper = [n for n, _ in o.improper if n in bmap.uops] + [i for i in blk.get("multiplicities", {})]
     suite = blockers(bmap, improper)

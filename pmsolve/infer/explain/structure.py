@@ -33,6 +33,7 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
+from pmsolve.formats import mapping_to_json
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
@@ -188,8 +189,6 @@ def random_mixes(comp: list[str], size: dict[str, int], n: int, seed: int) -> li
 def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str, Any], r_max: float | None,
                     o: ExplainOptions, progress: Progress) -> dict[str, Any]:
     """Port structure of the class representatives; JSON-ready (see the module doc)."""
-    from pmsolve.formats import mapping_to_json
-
     t0 = time.perf_counter()
     size = {c["rep"]: c["size"] for c in classes}
     class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pmsolve.model import Experiment
+from pmsolve.model import Experiment, sort_ports
 
 #: Misfit categories of the Zen+ study (sec. 6.3) and what each means.
 CATEGORIES = {
@@ -142,5 +142,4 @@ class Explanation:
 
 
 def uop_key(ports: tuple[str, ...] | frozenset[str]) -> str:
-    from pmsolve.model import sort_ports
     return ",".join(sort_ports(ports))

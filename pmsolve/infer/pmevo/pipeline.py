@@ -244,9 +244,9 @@ def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfi
     """
     t0 = time.monotonic()
     if n_ports < 1:
-        raise ValidationError(f"--ports must be at least 1, got {n_ports}")
+        raise ValidationError(f"the number of ports must be at least 1, got {n_ports}")
     if restarts < 1:
-        raise ValidationError(f"--restarts must be at least 1, got {restarts}")
+        raise ValidationError(f"restarts must be at least 1, got {restarts}")
     insns = list(instructions) if instructions is not None else list(oracle.instructions)
     if len(insns) < 1 or len(set(insns)) != len(insns):
         raise ValidationError("PMEvo needs a non-empty list of distinct instructions")

@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, Predictor, error_kind
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction, Predictor, error_kind
 
 #: progress(predictor name, blocks done for it, its total)
 Progress = Callable[[str, int, int], None]

@@ -1,6 +1,6 @@
 """OSACA as a predictor, through its Python API, in worker processes that a hang cannot block.
 
-Each worker (``python -m pmsolve.anica.predictors.osaca ARCH``) builds OSACA's AT&T parser,
+Each worker (``python -m pmsolve.predictors.osaca ARCH``) builds OSACA's AT&T parser,
 machine model and semantics once, then answers one JSON line per block. The prediction is
 what OSACA reports for the block as a loop body: the larger of the optimal port-pressure
 throughput (the most loaded port after ``assign_optimal_throughput``) and the longest
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import ModelChoice, Prediction
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import ModelChoice, Prediction
 from pmsolve.errors import ValidationError
 from pmsolve.harness.cpu import Microarchitecture
 
@@ -40,7 +40,7 @@ class _Worker:
         root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("PYTHONWARNINGS", "ignore")
-        args = [sys.executable, "-m", "pmsolve.anica.predictors.osaca", arch] + ([] if lcd else ["--no-lcd"])
+        args = [sys.executable, "-m", "pmsolve.predictors.osaca", arch] + ([] if lcd else ["--no-lcd"])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
         hello = self.read(start_timeout)

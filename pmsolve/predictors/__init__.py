@@ -1,4 +1,5 @@
-"""Basic-block throughput predictors behind one interface (AnICA, dissertation sec. 8.1, 8.2.1).
+"""Basic-block throughput predictors behind one interface (dissertation sec. 8.1, 8.2.1): they
+serve the leaderboard, the host job (:mod:`pmsolve.jobs.host`) and AnICA alike.
 
 Every predictor has a ``name`` (stable; caches key on it) and ``predict(blocks)``, answering
 one :class:`Prediction` per block: cycles per iteration of the block as a loop body, or an
@@ -15,14 +16,14 @@ raise for a bad block. Open one from a spec string:
 ``hardware[?rounds=5&noise_tolerance=0.02``    this CPU, measuring the block (x86-64 Linux, AVX)
 ``&timeout=60]``
 ``cmd:COMMAND``                                an external program, JSON on stdin/stdout
-                                               (protocol: :mod:`~pmsolve.anica.predictors.user`)
+                                               (protocol: :mod:`~pmsolve.predictors.user`)
 ``python:MODULE:FUNCTION[?batch=true]``        a Python function ``fn(block) -> cycles``
 ``factory:MODULE:ATTR``                        a Python object that is a predictor, or makes one
                                                when called (tests and experiments)
 =============================================  ==============================================
 
->>> from pmsolve.anica.block import Block
->>> from pmsolve.anica.predictors import open_predictor, predict_many
+>>> from pmsolve.predictors.block import Block
+>>> from pmsolve.predictors import open_predictor, predict_many
 >>> mca = open_predictor("llvm-mca:znver3", cache="predictions.sqlite")     # doctest: +SKIP
 >>> mca.predict([Block.of([("add_r64_r64", "addq %rax, %rbx")])])          # doctest: +SKIP
 [Prediction(cycles=1.03, error=None)]
@@ -34,12 +35,16 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from pmsolve.anica.predictors.base import (ERROR_KINDS, Prediction, Predictor, bisect_failures, checked,
-                                           error_kind)
-from pmsolve.anica.predictors.cache import CachedPredictor, PredictionCache
-from pmsolve.anica.predictors.parallel import predict_many
-from pmsolve.anica.predictors.user import CallablePredictor, CommandPredictor, callable_predictor
 from pmsolve.errors import ValidationError
+from pmsolve.predictors.base import (ERROR_KINDS, Prediction, Predictor, bisect_failures, checked,
+                                           error_kind)
+from pmsolve.predictors.cache import CachedPredictor, PredictionCache
+from pmsolve.predictors.hardware import HardwarePredictor
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor
+from pmsolve.predictors.mapping import MappingPredictor
+from pmsolve.predictors.osaca import OsacaPredictor
+from pmsolve.predictors.parallel import predict_many
+from pmsolve.predictors.user import CallablePredictor, CommandPredictor, callable_predictor
 
 __all__ = ["ERROR_KINDS", "CachedPredictor", "CallablePredictor", "CommandPredictor", "Prediction",
            "PredictionCache", "Predictor", "bisect_failures", "callable_predictor", "checked", "error_kind",
@@ -103,29 +108,21 @@ def open_predictor(spec: str, *, cache: str | Path | PredictionCache | None = No
     b = lambda where: (lambda v: _bool(v, f"{spec} {where}"))  # noqa: E731
     p: Predictor
     if kind.startswith("llvm-mca"):
-        from pmsolve.anica.predictors.llvm_mca import LlvmMcaPredictor
-
         if not arg:
             raise ValidationError("llvm-mca predictor needs a CPU: llvm-mca:znver3")
         o = _options(spec, options, {"iterations": int, "noalias": b("noalias"), "timeout": float})
         version = int(kind.split("-")[2]) if kind.count("-") == 2 else None
         p = LlvmMcaPredictor(arg, version=version, **o)
     elif kind == "osaca":
-        from pmsolve.anica.predictors.osaca import OsacaPredictor
-
         if not arg:
             raise ValidationError("OSACA predictor needs an architecture: osaca:ZEN3")
         p = OsacaPredictor(arg, **_options(spec, options, {"lcd": b("lcd"), "timeout": float}))
     elif kind == "mapping":
-        from pmsolve.anica.predictors.mapping import MappingPredictor
-
         if not arg:
             raise ValidationError("mapping predictor needs a file: mapping:FILE[?r_max=5]")
         o = _options(spec, options, {"r_max": float, "names": str})
         p = MappingPredictor.from_file(arg, r_max=o.get("r_max"), naming=o.get("names"))
     elif kind == "hardware":
-        from pmsolve.anica.predictors.hardware import HardwarePredictor
-
         if arg:
             raise ValidationError(f"hardware predictor takes no argument, got {arg!r} (options go after '?')")
         p = HardwarePredictor(**_options(spec, options, {"rounds": int, "noise_tolerance": float,

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, Predictor, error_kind
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction, Predictor, error_kind
 from pmsolve.errors import FormatError
 
 SCHEMA = """

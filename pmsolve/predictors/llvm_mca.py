@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import ModelChoice, Prediction, bisect_failures
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import ModelChoice, Prediction, bisect_failures
 from pmsolve.errors import ValidationError
 from pmsolve.harness.cpu import Microarchitecture
 

@@ -7,7 +7,7 @@ unroll variants' medians, re-measurement when reference kernels show outside noi
 the frame's conventions (memory at ``disp(%r14)``, ``r13``-``r15`` and ``rsp`` untouched), as the
 AnICA sampler's blocks do; others are ``unsupported`` without running.
 
-Measurements disturb each other, so :func:`~pmsolve.anica.predictors.parallel.predict_many`
+Measurements disturb each other, so :func:`~pmsolve.predictors.parallel.predict_many`
 runs this predictor alone (``exclusive``), after the others. The name carries the machine
 fingerprint, so cached answers are never taken for another machine's.
 """
@@ -18,9 +18,11 @@ import re
 import threading
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
 from pmsolve.errors import ValidationError
+from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
+from pmsolve.harness.store import machine_fingerprint
+from pmsolve.predictors.base import Prediction
+from pmsolve.predictors.block import Block
 
 
 class HardwarePredictor:
@@ -31,14 +33,11 @@ class HardwarePredictor:
 
     def __init__(self, *, rounds: int | None = None, noise_tolerance: float | None = None,
                  timeout: float = 60.0):
-        from pmsolve.harness.hardware import HardwareOracle, Settings, available
-        from pmsolve.harness.store import machine_fingerprint
-
         reason = available()
         if reason:
             raise ValidationError(f"the hardware predictor is unavailable here: {reason}")
         kw = {k: v for k, v in (("rounds", rounds), ("noise_tolerance", noise_tolerance)) if v is not None}
-        self.settings = Settings(**kw)
+        self.settings = HarnessSettings(**kw)
         self.oracle = HardwareOracle([], self.settings, on_error="nan", call_timeout=timeout)
         self.machine = machine_fingerprint()
         self._lock = threading.Lock()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
-from pmsolve.anica.block import Block
+from pmsolve.predictors.block import Block
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class ModelChoice:
         tool = f"{self.tool}-{self.version}" if self.tool == "llvm-mca" and self.version else self.tool
         return f"{tool} {self.model}" if self.model else f"{tool} (none)"
 
-    def as_json(self) -> dict:
+    def to_json(self) -> dict:
         return {"tool": self.tool, "model": self.model, "version": self.version, "own": self.own,
                 "fallback": not self.own, "why": self.why}
 

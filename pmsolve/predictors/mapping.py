@@ -15,11 +15,12 @@ import hashlib
 from pathlib import Path
 from typing import Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction
 from pmsolve.errors import ValidationError
+from pmsolve.formats import load_mapping
 from pmsolve.isa.bridge import NAMINGS, detect_naming, translator
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.predictors.base import Prediction
+from pmsolve.predictors.block import Block
 from pmsolve.throughput import inverse_throughput
 
 
@@ -43,8 +44,6 @@ class MappingPredictor:
     @classmethod
     def from_file(cls, path: str | Path, *, r_max: float | None = None, naming: str | None = None) -> "MappingPredictor":
         import warnings
-
-        from pmsolve.formats import load_mapping
 
         path = Path(path)
         with warnings.catch_warnings():   # schemes without port usage are simply unsupported here

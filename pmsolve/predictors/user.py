@@ -14,7 +14,7 @@ and writes one JSON object to stdout, one entry per block, in order::
 (a bare list ``[1.25, null, ...]`` is accepted too). ``cycles`` are per block iteration, the
 block taken as a loop body. A non-zero exit, a crash, a timeout or output that does not follow
 the protocol fails the batch; the batch is then split until the offending blocks stand alone
-(:func:`~pmsolve.anica.predictors.base.bisect_failures`) and only they get the error.
+(:func:`~pmsolve.predictors.base.bisect_failures`) and only they get the error.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import shlex
 import subprocess
 from typing import Any, Callable, Sequence
 
-from pmsolve.anica.block import Block
-from pmsolve.anica.predictors.base import Prediction, bisect_failures, checked
+from pmsolve.predictors.block import Block
+from pmsolve.predictors.base import Prediction, bisect_failures, checked
 from pmsolve.errors import ValidationError
 
 PROTOCOL = "pmsolve-predictor/1"

@@ -1,0 +1,169 @@
+"""``pmsolve anica discover | generalize | report``: where two throughput predictors disagree
+(AnICA, dissertation ch. 8), as a resumable campaign with an HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from pmsolve.anica import config, report
+from pmsolve.anica.campaign import Campaign, build_universe, load_state, supported_universe
+from pmsolve.anica.domain import AbstractBlock, Concrete
+from pmsolve.anica.sampler import to_block
+from pmsolve.cli.flags import add_executor_arguments, add_json_argument, add_quiet_argument, executor_from_args
+from pmsolve.errors import FormatError, ValidationError
+from pmsolve.harness.cpu import announce_measuring
+from pmsolve.predictors import open_predictor
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("anica", help="AnICA: find and summarise where throughput predictors disagree",
+                       description="Differential testing of basic-block throughput predictors with abstract "
+                                   "blocks (dissertation ch. 8).")
+    actions = p.add_subparsers(dest="anica_cmd", metavar="ACTION", required=True)
+    d = actions.add_parser("discover", help="run (or resume) a campaign and write its report",
+                           description="Sample blocks, keep the interesting ones, generalise them into abstract "
+                                       "blocks (Alg. 8.1) until the budget is spent; rerun to resume.")
+    _common(d)
+    d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
+    d.add_argument("--discoveries", type=int, help="stop after this many discoveries")
+    d.add_argument("--seconds", type=float, help="time budget")
+    d.set_defaults(func=cmd_discover)
+    g = actions.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)",
+                           description="Generalise one concrete block on which the predictors disagree into "
+                                       "abstract blocks, printing each order's kept expansions.")
+    _common(g)
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--schemes", help="comma-separated scheme names, e.g. bsf_r64_r64,add_r64_r64")
+    src.add_argument("--concrete", help="a concrete block as JSON (report.json: discoveries[k].minimal.concrete)")
+    g.add_argument("-o", "--out", default=None, help="folder for the predictor-support state (default: temp)")
+    g.set_defaults(func=cmd_generalize)
+    r = actions.add_parser("report", help="write report.html and report.json of a campaign folder",
+                           description="Write the report of a (possibly unfinished) campaign folder again.")
+    r.add_argument("campaign", help="campaign folder")
+    add_json_argument(r)
+    r.set_defaults(func=cmd_report)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", nargs="?", help="campaign config (TOML or JSON; see pmsolve.anica.config)")
+    p.add_argument("-a", help="first predictor (overrides the config), e.g. llvm-mca:znver3")
+    p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
+    p.add_argument("--seed", type=int, help="random seed (overrides the config)")
+    p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
+    add_executor_arguments(p, workers=False)
+    add_quiet_argument(p)
+    add_json_argument(p)
+
+
+def _config(args: argparse.Namespace) -> config.Config:
+    cfg = config.load(args.config) if args.config else config.Config()
+    return cfg.replace(a=args.a, b=args.b, seed=args.seed, workers=args.workers,
+                       max_discoveries=getattr(args, "discoveries", None),
+                       max_seconds=getattr(args, "seconds", None))
+
+
+def _progress(args: argparse.Namespace):
+    return (lambda msg: None) if args.quiet else None
+
+
+@contextlib.contextmanager
+def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign]:
+    """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
+    all closed on the way out."""
+    cache = str(Path(args.out) / "predictions.sqlite")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    ex = executor_from_args(args, workers=cfg.workers, optional=True)
+    try:
+        camp = Campaign(cfg, args.out, open_predictor(cfg.a, cache=cache), open_predictor(cfg.b, cache=cache),
+                        progress=_progress(args), executor=ex)
+        announce_measuring(camp.a, camp.b)
+        try:
+            yield camp
+        finally:
+            camp.pair.close()
+    finally:
+        if ex is not None:
+            ex.close()
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    with _campaign(args, _config(args)) as camp:
+        st = camp.run()
+    html_path, json_path = report.write(st, camp.universe, args.out)
+    summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
+               "interesting": st.interesting, "seconds": round(st.elapsed, 1),
+               "report": str(html_path), "json": str(json_path)}
+    print(json.dumps(summary) if args.json else
+          f"{summary['discoveries']} discoveries ({summary['found']} before filtering) from "
+          f"{st.sampled} sampled blocks, {st.interesting} interesting, {st.elapsed:.0f} s\n"
+          f"report: {html_path}\njson:   {json_path}")
+    return 0
+
+
+def cmd_generalize(args: argparse.Namespace) -> int:
+    if args.out:
+        return _generalize_in(args)
+    with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
+        args.out = tmp
+        return _generalize_in(args)
+
+
+def _generalize_in(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    with _campaign(args, cfg) as camp:
+        return _generalize(args, cfg, camp)
+
+
+def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) -> int:
+    u = camp.universe
+    rng = random.Random(cfg.seed)
+    if args.concrete:
+        try:
+            c = Concrete.from_json(json.loads(Path(args.concrete).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(f"cannot read concrete block {args.concrete}: {exc}") from None
+        for k in c.forms:
+            u.form(k)
+    else:
+        forms = [f.strip() for f in args.schemes.split(",") if f.strip()]
+        for k in forms:
+            u.form(k)
+        vals = camp.sampler._operands(AbstractBlock.top(len(forms)), forms, rng)
+        if vals is None:
+            raise ValidationError(f"cannot allocate operands for {forms}")
+        c = Concrete(tuple(forms), vals)
+    blk = to_block(u, c)
+    if not camp.generalizer.interesting_concrete(c):
+        raise ValidationError("the block is not interesting for these predictors:\n" + blk.asm)
+    results = []
+    for order in range(cfg.orders):
+        ab, tree, score = camp.generalizer.generalize(c, rng)
+        results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
+                        "tree": [n.to_json() for n in tree]})
+    if args.json:
+        print(json.dumps({"block": blk.lines, "results": results}, default=str))
+    else:
+        print("block:\n  " + "\n  ".join(blk.lines))
+        for r in results:
+            kept = sum(1 for n in r["tree"] if n["accepted"]) - 1
+            print(f"order {r['order']}: {kept} expansions kept of {len(r['tree']) - 1} tried; score {r['score']:.3g}")
+            print("  " + "\n  ".join(r["describe"]))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    st = load_state(args.campaign)
+    u = supported_universe(build_universe(st.config), st.unsupported or [])
+    html_path, json_path = report.write(st, u, args.campaign)
+    if args.json:
+        print(json.dumps({"report": str(html_path), "json": str(json_path), "discoveries": len(st.final())}))
+    else:
+        print(f"{len(st.final())} discoveries{'' if st.finished else ' (campaign not finished)'}\n"
+              f"report: {html_path}\njson:   {json_path}")
+    return 0

@@ -1,0 +1,90 @@
+"""``pmsolve explain FILE [SCHEME]``: why ``pmsolve infer explain`` gave a scheme its port usage,
+read back from the explanation stored in the mapping file it wrote."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from pmsolve.cli.flags import add_json_argument
+from pmsolve.cli.output import emit_json
+from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.infer.explain.witnesses import Explanation
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="show the witnesses of a scheme in an explained mapping",
+                       description="Print why `pmsolve infer explain` gave a scheme its port usage: per µop the "
+                                   "experiments that show it (measured and modelled inverse throughput, the "
+                                   "blocking baseline), or why the scheme is a misfit.")
+    p.add_argument("mapping", help="a mapping file written by `pmsolve infer explain -o`")
+    p.add_argument("insn", nargs="?", help="the scheme (default: a summary of the file)")
+    add_json_argument(p)
+    p.set_defaults(func=cmd_explain)
+
+
+def load_explained(path: str) -> dict[str, Any]:
+    """The ``explanation`` object of a mapping file written by ``pmsolve infer explain -o``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise FormatError(f"{path}: malformed JSON: {exc}") from None
+    ex = data.get("explanation") if isinstance(data, dict) else None
+    if not isinstance(ex, dict) or ex.get("format") != "pmsolve.explanation":
+        raise FormatError(f"{path}: no explanation in this file (write one with `pmsolve infer explain -o`)")
+    return ex
+
+
+def find_scheme(schemes: dict[str, Any], name: str, path: str) -> str:
+    """``name`` as the file spells it (case-insensitively unique), or a refusal with close matches."""
+    if name in schemes:
+        return name
+    folded = [s for s in schemes if s.lower() == name.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    close = difflib.get_close_matches(name, list(schemes), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise UnknownNameError(f"{path}: no scheme {name!r}{hint}")
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    ex = load_explained(args.mapping)
+    schemes = ex.get("schemes", {})
+    if not args.insn:
+        if args.json:
+            emit_json({k: v for k, v in ex.items() if k != "schemes"})
+            return 0
+        print(f"{len(schemes)} schemes; misfits: "
+              + ", ".join(f"{k} {v}" for k, v in ex.get("misfit_counts", {}).items()))
+        print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
+              "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
+        for w in ex.get("warnings", []):
+            print("warning: " + w)
+        return 0
+    name = find_scheme(schemes, args.insn, args.mapping)
+    if args.json:
+        emit_json({"scheme": name, **schemes[name]})
+        return 0
+    x = Explanation.from_json(schemes[name])
+    counted = f", {x.counted:g} µop(s) counted" if x.counted is not None else ""
+    print(f"{name}  ({x.source}{counted})")
+    if x.misfit is not None:
+        print(f"  misfit: {x.misfit.category} — {x.misfit.reason}")
+        for e, t in x.misfit.experiments:
+            print(f"    {e}: measured {t:.4g}")
+    else:
+        for ps, n in x.uops:
+            key = ",".join(ps)
+            print(f"  {n}× [{key}]")
+            for w in x.witnesses.get(key, ()):
+                print(f"    {w.kind}: {w.describe()}")
+    if x.others:
+        print("  no µops stay on the other blocked port sets:")
+        for w in x.others:
+            print(f"    {w.describe()}")
+    return 0

@@ -1,0 +1,379 @@
+"""``pmsolve infer [pmevo | cegis | explain]``: infer a port mapping from an oracle's measurements.
+
+Without an algorithm ``infer`` runs the main job (:mod:`pmsolve.jobs.host`); each algorithm
+reads an oracle spec (:func:`~pmsolve.harness.oracle.open_oracle`) and writes a mapping with
+``-o``. Interrupted runs resume from their state file or checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from fractions import Fraction
+from pathlib import Path
+
+from pmsolve.cli.flags import (add_backend_argument, add_json_argument, add_mapping_output, add_oracle_argument,
+                               add_quiet_argument, extend_with_executor)
+from pmsolve.cli.output import EXIT_NO, emit_json, fraction_text, say
+from pmsolve.errors import FormatError, ValidationError
+from pmsolve.fileio import check_output_path
+from pmsolve.formats import load_mapping, mapping_to_json, save_mapping
+from pmsolve.harness.cpu import announce_measuring
+from pmsolve.harness.oracle import Oracle, open_oracle
+from pmsolve.infer.cegis import CegisOptions
+from pmsolve.infer.cegis import infer as cegis_infer
+from pmsolve.infer.explain import ExplainOptions, explain
+from pmsolve.infer.explain.hooks import get_hook
+from pmsolve.infer.pmevo import EvolutionConfig, stderr_progress
+from pmsolve.infer.pmevo import infer as pmevo_infer
+from pmsolve.jobs.host import DEFAULT_SCHEMES, JobConfig, render, run
+from pmsolve.model import Experiment, sort_ports
+from pmsolve.strategy import k_rule
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    algorithms = _add_main_job(sub)
+    _add_pmevo(algorithms)
+    _add_cegis(algorithms)
+    _add_explain(algorithms)
+
+
+# --------------------------------------------------------------------------- the main job
+
+def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    p = sub.add_parser("infer", help="infer a port mapping from throughput measurements",
+                       description="Infer a port mapping from an oracle's throughput measurements. Without an "
+                                   "ALGORITHM: the main job - measure ~50 common schemes on this x86-64 machine "
+                                   "(hardware oracle, measurement store), detect the peak IPC, infer the mapping with "
+                                   "PMEvo and compare it with llvm-mca and OSACA on held-out measured experiments; on "
+                                   "other hosts the same on a simulated machine. Rerunning reuses stored measurements.")
+    p.add_argument("--schemes", help="comma-separated schemes (default: the built-in set of ~50)")
+    p.add_argument("--ports", type=int, default=10, help="number of ports K for PMEvo (default 10)")
+    p.add_argument("--held-out", type=int, default=60, help="held-out 4-5-instruction experiments (default 60)")
+    p.add_argument("--population", type=int, default=300, help="PMEvo population (default 300)")
+    p.add_argument("--generations", type=int, default=50, help="PMEvo generation limit (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes for PMEvo fitness evaluation (default: all cores)")
+    p.add_argument("--store", help="measurement store, SQLite (default: $XDG_CACHE_HOME or ~/.cache "
+                                   "/pmsolve/measurements.sqlite)")
+    p.add_argument("--checkpoint", metavar="DIR", help="PMEvo checkpoint folder (resume an interrupted inference)")
+    p.add_argument("--simulated", action="store_true", help="run the simulated example even on x86-64")
+    p.add_argument("-o", "--out", help="write the inferred mapping here")
+    add_quiet_argument(p)
+    add_json_argument(p)
+    p.set_defaults(func=cmd_infer_main)
+    return p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
+
+
+def cmd_infer_main(args: argparse.Namespace) -> int:
+    if args.out:
+        check_output_path(args.out)
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes else DEFAULT_SCHEMES
+    config = JobConfig(schemes=tuple(schemes), ports=args.ports, held_out=args.held_out, seed=args.seed,
+                       population=args.population, generations=args.generations, workers=args.workers,
+                       store=args.store, checkpoint=args.checkpoint, simulated=args.simulated)
+    report = run(config, quiet=args.quiet)
+    if args.out:
+        save_mapping(report.mapping, args.out, "pmsolve")
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print(render(report))
+    return 0
+
+
+# --------------------------------------------------------------------------- pmevo
+
+def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
+    p = algorithms.add_parser("pmevo", help="PMEvo: evolutionary inference from singleton and pair experiments",
+                              description="PMEvo (dissertation ch. 5): measure singletons, pairs and ratio pairs, "
+                                          "merge congruent schemes, evolve a three-level mapping (DEAP), polish it "
+                                          "by local search. Interrupt and rerun with the same --checkpoint to resume.")
+    add_oracle_argument(p)
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--population", type=int, help="population size N (default 1000)")
+    p.add_argument("--generations", type=int, help="generation limit G (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (runs are deterministic under it)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes for fitness evaluation")
+    p.add_argument("--checkpoint", metavar="DIR", help="folder for measurements and per-generation state")
+    p.add_argument("--epsilon", type=float, default=0.05, help="congruence filtering tolerance (default 0.05)")
+    p.add_argument("--r-max", type=float, help="model a front end of at most R_MAX instructions per cycle")
+    p.add_argument("--mutation", type=float, default=0.0,
+                   help="mutation probability per child (default 0, as in the paper)")
+    p.add_argument("--volume-weight", type=float,
+                   help="weight of the normalised µop volume against the normalised error "
+                        "(default 0.01; the paper: 1)")
+    p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (default: all)")
+    p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
+    g = p.add_argument_group("extensions beyond the paper (off by default; see the README's PMEvo figures)")
+    g.add_argument("--training", type=int, default=0, metavar="N",
+                   help="also fit N random experiments (seeded apart from any evaluation set)")
+    g.add_argument("--training-sizes", default="3-5", metavar="MIN-MAX", help="their length in schemes (default 3-5)")
+    g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings")
+    g.add_argument("--memetic-every", type=int, default=0, metavar="K",
+                   help="local search with compound moves (a µop's port set and count together, add one, "
+                        "collapse a scheme into one µop) on the best individuals every K generations")
+    g.add_argument("--port-sweeps", type=int, default=0, help="passes of port-set search at the end")
+    g.add_argument("--port-top", type=int, default=2, help="how many of the best mappings port-set search polishes")
+    g.add_argument("--evolve-minutes", type=float, help="stop evolving after this long (then local search)")
+    g.add_argument("--restarts", type=int, default=1, metavar="R",
+                   help="R independent evolutions (seeds SEED..SEED+R-1, one per worker); keep the best fit")
+    add_mapping_output(p)
+    add_quiet_argument(p)
+    add_json_argument(p)
+    p.set_defaults(func=cmd_infer_pmevo)
+    extend_with_executor(p)  # --scheduler/--executor for PMEvo's fitness
+
+
+def _training_sizes(text: str) -> tuple[int, int]:
+    lo, _, hi = text.partition("-")
+    if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)):
+        raise ValidationError(f"--training-sizes must look like MIN-MAX (e.g. 3-5), got {text!r}")
+    return int(lo), int(hi)
+
+
+def cmd_infer_pmevo(args: argparse.Namespace) -> int:
+    if args.out:
+        check_output_path(args.out)
+    oracle = open_oracle(args.oracle)
+    announce_measuring(oracle)
+    given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight", "init_uops")
+             if getattr(args, k) is not None}
+    config = EvolutionConfig(seed=args.seed, mutation=args.mutation, local_search=args.local_search,
+                             patience=args.patience, port_sweeps=args.port_sweeps, port_top=args.port_top,
+                             memetic_every=args.memetic_every,
+                             time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **given)
+    result = pmevo_infer(oracle, args.ports, config, epsilon=args.epsilon, r_max=args.r_max, workers=args.workers,
+                         checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress,
+                         training=args.training, training_sizes=_training_sizes(args.training_sizes),
+                         restarts=args.restarts)
+    if args.out:
+        save_mapping(result.mapping, args.out, args.to)
+    if args.json:
+        emit_json({"d_avg": result.d_avg, "volume": result.volume, "experiments": result.n_experiments,
+                   "generations": result.evolution.generations, "evaluations": result.evolution.evaluations,
+                   "seconds": result.seconds, "classes": result.congruence.classes,
+                   "mapping": {i: [{"ports": sort_ports(u.ports), "count": u.count} for u in us]
+                               for i, us in result.mapping.uops.items()}})
+        return 0
+    print(result.table())
+    if args.out:
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- cegis
+
+def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
+    p = algorithms.add_parser("cegis", help="counter-example-guided inference (exact, explainable; small problems)",
+                              description="CEGIS (dissertation ch. 4): measure singletons, then repeatedly find a "
+                                          "mapping explaining all measurements and a competing one with an experiment "
+                                          "telling them apart, until the mapping is provably unique. Measurements "
+                                          "persist in --state (default OUT.cegis-state.json); rerun the same command "
+                                          "to continue.")
+    add_oracle_argument(p)
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    add_backend_argument(p)
+    p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
+                   help="mapping space (power-set: µops = all port sets; very expensive)")
+    p.add_argument("--uops", help="µop counts for fixed-counts: 'insn:n,...', a MAPPING.json, or 'counter'")
+    p.add_argument("--max-count", type=int, default=2, help="largest µop count of the power-set space")
+    p.add_argument("--epsilon", type=float, default=0.0, help="CPI noise tolerance ε (default 0: exact)")
+    p.add_argument("--r-max", type=float, help="front end of at most R_MAX instructions per cycle")
+    p.add_argument("--initial", choices=("singletons", "pairs", "none"), default="singletons",
+                   help="initial experiments (default singletons)")
+    p.add_argument("--strategy", choices=("split", "joint"), default="split",
+                   help="findOtherMapping as candidates + screening (split, default) or one solver call (joint, "
+                        "the dissertation's)")
+    p.add_argument("--no-symmetry", action="store_true", help="no symmetry breaking over port renaming")
+    p.add_argument("--final-bound", type=int, default=12, help="size bound of the final distinguishing check")
+    p.add_argument("--timeout", type=float, help="seconds per solver check")
+    p.add_argument("--state", help="measurement state file (default OUT.cegis-state.json)")
+    add_mapping_output(p)
+    add_quiet_argument(p)
+    add_json_argument(p)
+    p.set_defaults(func=cmd_infer_cegis)
+
+
+def _cegis_uops(spec: str | None, oracle: Oracle, kind: str) -> dict[str, int] | None:
+    """µop counts for --kind fixed-counts: 'insn:n,...', a mapping file, or 'counter' (the oracle's)."""
+    if kind != "fixed-counts":
+        return None
+    if not spec:
+        raise ValidationError("--kind fixed-counts needs --uops 'insn:n,...' | MAPPING.json | counter")
+    insns = list(oracle.instructions)
+    if spec == "counter":
+        counts = oracle.uop_counts([Experiment({i: 1}) for i in insns])
+        return {i: max(1, round(c)) for i, c in zip(insns, counts)}
+    if spec.endswith(".json"):
+        m = load_mapping(spec)
+        return {i: sum(u.count for u in m.uops_of(i)) for i in insns}
+    return dict(Experiment.parse(spec, known=insns).items())
+
+
+def cmd_infer_cegis(args: argparse.Namespace) -> int:
+    oracle = open_oracle(args.oracle)
+    announce_measuring(oracle)
+    if args.ports < 1:
+        raise ValidationError(f"--ports must be at least 1, got {args.ports}")
+    state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
+    if args.out:
+        check_output_path(args.out)
+    if state:
+        check_output_path(state, "state file")
+    options = CegisOptions(kind=args.kind, uops_per_insn=_cegis_uops(args.uops, oracle, args.kind),
+                           max_count=args.max_count,
+                           epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
+                           r_max=Fraction(args.r_max).limit_denominator(10**6) if args.r_max else None,
+                           backend=args.backend, strategy=args.strategy, initial=args.initial,
+                           symmetry=not args.no_symmetry, final_bound=args.final_bound, timeout=args.timeout)
+    if state and os.path.exists(state) and not args.quiet:
+        say(f"state file {state} exists: continuing that run")
+    result = cegis_infer(oracle, args.ports, options, state=state, progress=None if args.quiet else say)
+    if result.mapping is not None and args.out:
+        save_mapping(result.mapping, args.out, args.to)
+    if args.json:
+        conflict = result.conflict
+        emit_json({"status": result.status, "proof": result.proof, "stats": result.stats,
+                   "mapping": mapping_to_json(result.mapping) if result.mapping else None,
+                   "measurements": [{"experiment": dict(e.items()), "cycles": fraction_text(t)}
+                                    for e, t in result.measurements],
+                   "initial": result.initial,
+                   "witnesses": [{"experiment": dict(w.experiment.items()), "measured": fraction_text(w.measured),
+                                  "ruled_out": [{"mapping": mapping_to_json(m), "predicted": fraction_text(t)}
+                                                for m, t in w.ruled_out]} for w in result.witnesses],
+                   "conflict": None if conflict is None else {
+                       "experiments": [{"experiment": dict(e.items()), "cycles": fraction_text(t)}
+                                       for e, t in conflict.experiments],
+                       "instructions": list(conflict.instructions), "constraints": list(conflict.constraints)}})
+        return 0 if result.status == "inferred" else EXIT_NO
+    if result.status == "inconsistent" and result.conflict is not None:
+        print(result.conflict.describe())
+        return EXIT_NO
+    print(result.mapping)
+    print(f"\n{result.status}: {result.proof}")
+    print(f"{len(result.measurements)} measurements ({result.initial} initial, {result.added_experiments} "
+          f"counterexamples) in {result.stats.get('seconds', 0):.1f}s on {result.stats.get('backend')}")
+    if result.witnesses:
+        print("\nwhy each counterexample was measured:")
+        for w in result.witnesses:
+            print(f"  {w.describe()}")
+    if args.out:
+        print(f"\nwrote {args.out}" + (f" (measurements in {state})" if state else ""))
+    return 0
+
+
+# --------------------------------------------------------------------------- explain
+
+EXPLAIN_EPILOG = """\
+A machine without a µop counter (such as this VM's hardware oracle) cannot tell single-µop
+schemes apart; --throughput-only then runs the stages that need no counter: blocking candidates
+by throughput (1/tp⁻¹ integral), port-set sizes, Thm 6.3 equivalence classes, CEGIS on them.
+The state file (default OUT.explain-state.json) makes an interrupted run resumable: rerun the
+same command."""
+
+
+def _add_explain(algorithms: argparse._SubParsersAction) -> None:
+    p = algorithms.add_parser(
+        "explain", help="explainable inference with a µop counter (blocking instructions, witnesses)",
+        description="Explainable port mapping inference (dissertation ch. 6): µop counts, blocking candidates, "
+                    "port-set sizes, equivalence (Thm 6.3), peak IPC, CEGIS on the blocking instructions, "
+                    "every other scheme against the blocking suite, majority vote over runs. The result is a "
+                    "pmsolve mapping with witnesses per µop and categorised misfits (see `pmsolve explain`).",
+        epilog=EXPLAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_oracle_argument(p, "simulated:MAPPING.json?r_max=5&uops=1[&noise=0.01&seed=1], store:..., or hardware:...")
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--schemes", help="only these schemes: a file with one per line")
+    p.add_argument("--improper", action="append", default=[], metavar="SCHEME=N",
+                   help="an improper blocking instruction with N µops (e.g. a store); repeatable")
+    p.add_argument("--no-share", action="store_true",
+                   help="do not require improper blocking instructions to share a µop with a proper one")
+    p.add_argument("--disjoint", action="append", default=[], metavar="A;B",
+                   help="two blocking schemes documented to use disjoint ports; repeatable")
+    p.add_argument("--epsilon", type=float, default=0.02, help="CPI tolerance ε (default 0.02)")
+    p.add_argument("--r-max", type=float, help="front-end limit (default: measure the peak IPC)")
+    p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
+    p.add_argument("--k-rule", default="impl", help="number of blocking copies: impl (default), uops, paper, or N")
+    p.add_argument("--integrality", type=float, default=0.3,
+                   help="largest distance of a non-evading µop estimate from an integer (default 0.3; "
+                        "≥ 0.5: always round, for noisy measurements)")
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="relative slack when a scheme's mapping must reproduce its experiments (default 0: ε only)")
+    p.add_argument("--uop-hook", default="none", help="µop-count adjustment: none (default) or zenplus "
+                                                      "(Postulate 6.5, for counters that count macro-ops)")
+    p.add_argument("--throughput-only", action="store_true",
+                   help="no µop counter: stop after CEGIS on the equivalence classes")
+    add_backend_argument(p)
+    p.add_argument("--timeout", type=float, help="seconds per solver check")
+    p.add_argument("--state", help="state file (default OUT.explain-state.json; none without -o)")
+    p.add_argument("-o", "--out", help="write the mapping with its explanation here (pmsolve format)")
+    add_quiet_argument(p)
+    add_json_argument(p, "machine-readable summary on stdout")
+    p.set_defaults(func=cmd_infer_explain)
+
+
+def _parse_improper(items: list[str]) -> tuple[tuple[str, int], ...]:
+    out = []
+    for item in items:
+        name, sep, n = item.rpartition("=")
+        if not sep or not n.strip().isdigit():
+            raise ValidationError(f"--improper {item!r}: expected SCHEME=N with N the number of µops")
+        out.append((name.strip(), int(n)))
+    return tuple(out)
+
+
+def _parse_disjoint(items: list[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        parts = [x.strip() for x in item.split(";")]
+        if len(parts) != 2 or not all(parts):
+            raise ValidationError(f"--disjoint {item!r}: expected two schemes separated by ';'")
+        out.append((parts[0], parts[1]))
+    return tuple(out)
+
+
+def _scheme_list(path: str | None) -> tuple[str, ...] | None:
+    if not path:
+        return None
+    try:
+        return tuple(x.strip() for x in Path(path).read_text().splitlines() if x.strip())
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the scheme list: {exc.strerror}") from None
+
+
+def cmd_infer_explain(args: argparse.Namespace) -> int:
+    options = ExplainOptions(ports=args.ports, epsilon=args.epsilon, r_max=args.r_max, runs=args.runs,
+                             k_rule=args.k_rule, uop_hook=args.uop_hook, integrality=args.integrality,
+                             tolerance=args.tolerance, improper=_parse_improper(args.improper),
+                             improper_share=not args.no_share, disjoint=_parse_disjoint(args.disjoint),
+                             throughput_only=args.throughput_only, instructions=_scheme_list(args.schemes),
+                             backend=args.backend, timeout=args.timeout)
+    get_hook(args.uop_hook)
+    k_rule(args.k_rule)  # validate before measuring anything
+    oracle = open_oracle(args.oracle)
+    if oracle.has_uop_counter or args.throughput_only:   # else explain() refuses at once
+        announce_measuring(oracle)
+    state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
+    result = explain(oracle, options, state=state, progress=None if args.quiet else say)
+    if args.out:
+        result.save(args.out)
+    stats, counts = result.summary["stats"], result.category_counts()
+    if args.json:
+        emit_json({"mapped": stats["mapped"], "schemes": stats["schemes"], "misfits": counts,
+                   "warnings": result.warnings, "r_max": result.summary["r_max"],
+                   "classes": len(result.summary["blocking"]["classes"]), "stats": stats,
+                   "out": args.out,
+                   "mapping": result.to_json()["instructions"] if not args.out else None})
+        return 0
+    print(f"mapped {stats['mapped']} of {stats['schemes']} schemes with {options.ports} ports; "
+          f"{len(result.summary['blocking']['classes'])} blocking classes, peak IPC {result.summary['r_max']}; "
+          f"{stats['measurements']} measurements in {stats['seconds']:.0f} s")
+    print("misfits: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for w in result.warnings:
+        print("warning: " + w)
+    if args.out:
+        print(f"wrote {args.out} (see `pmsolve explain {args.out} SCHEME`)")
+    elif result.mapping is not None:
+        print(result.mapping)
+    return 0
