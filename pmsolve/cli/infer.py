@@ -91,7 +91,8 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
                                           "merge congruent schemes, evolve a three-level mapping (DEAP), polish it "
                                           "by local search. Interrupt and rerun with the same --checkpoint to resume.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
+                                             "without one the number is inferred)")
     p.add_argument("--population", type=int, help="population size N (default 1000)")
     p.add_argument("--generations", type=int, help="generation limit G (default 100)")
     p.add_argument("--seed", type=int, default=0, help="random seed (runs are deterministic under it)")
@@ -173,7 +174,8 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
                                           "persist in --state (default OUT.cegis-state.json); rerun the same command "
                                           "to continue.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
+                                             "without one the number is inferred)")
     add_backend_argument(p)
     p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
                    help="mapping space (power-set: µops = all port sets; very expensive)")
@@ -267,23 +269,26 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- explain
 
 EXPLAIN_EPILOG = """\
-A machine without a µop counter (such as this VM's hardware oracle) cannot tell single-µop
-schemes apart; --throughput-only then runs the stages that need no counter: blocking candidates
-by throughput (1/tp⁻¹ integral), port-set sizes, Thm 6.3 equivalence classes, CEGIS on them.
-The state file (default OUT.explain-state.json) makes an interrupted run resumable: rerun the
-same command."""
+With a µop counter (a simulated oracle with uops=1) this is the ASPLOS'24 algorithm and --ports
+is required. Without one (this VM's hardware oracle, most clouds), or with --throughput-only, the
+counter-free algorithm runs: a blocking candidate's single µop is a hypothesis that pairs, mixes
+and CEGIS over µop multiplicities settle, the number of ports is inferred (per component of
+candidates that share ports), and every scheme's µops, their count included, come from the
+blocking suite and are checked on experiments not used to derive them. The state file (default
+OUT.explain-state.json) makes an interrupted run resumable: rerun the same command."""
 
 
 def _add_explain(algorithms: argparse._SubParsersAction) -> None:
     p = algorithms.add_parser(
-        "explain", help="explainable inference with a µop counter (blocking instructions, witnesses)",
-        description="Explainable port mapping inference (dissertation ch. 6): µop counts, blocking candidates, "
-                    "port-set sizes, equivalence (Thm 6.3), peak IPC, CEGIS on the blocking instructions, "
-                    "every other scheme against the blocking suite, majority vote over runs. The result is a "
-                    "pmsolve mapping with witnesses per µop and categorised misfits (see `pmsolve explain`).",
+        "explain", help="explainable inference, with or without a µop counter (blocking instructions, witnesses)",
+        description="Explainable port mapping inference (dissertation ch. 6): blocking candidates, port-set sizes, "
+                    "equivalence (Thm 6.3), peak IPC, the blocking instructions' port structure (CEGIS), every "
+                    "other scheme against the blocking suite, majority vote over runs. The result is a pmsolve "
+                    "mapping with witnesses per µop and categorised misfits (see `pmsolve explain`).",
         epilog=EXPLAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_oracle_argument(p, "simulated:MAPPING.json?r_max=5&uops=1[&noise=0.01&seed=1], store:..., or hardware:...")
-    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
+                                             "without one the number is inferred)")
     p.add_argument("--schemes", help="only these schemes: a file with one per line")
     p.add_argument("--improper", action="append", default=[], metavar="SCHEME=N",
                    help="an improper blocking instruction with N µops (e.g. a store); repeatable")
@@ -298,12 +303,16 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("--integrality", type=float, default=0.3,
                    help="largest distance of a non-evading µop estimate from an integer (default 0.3; "
                         "≥ 0.5: always round, for noisy measurements)")
-    p.add_argument("--tolerance", type=float, default=0.0,
-                   help="relative slack when a scheme's mapping must reproduce its experiments (default 0: ε only)")
+    p.add_argument("--tolerance", type=float,
+                   help="relative slack when a scheme's mapping must reproduce its experiments (default: 0 with a "
+                        "µop counter, ε only; 0.03 without one)")
+    p.add_argument("--noise", type=float, default=0.01,
+                   help="relative measurement noise assumed for one sample without a µop counter (default 0.01): "
+                        "estimates are measured again until they are clearly whole numbers")
     p.add_argument("--uop-hook", default="none", help="µop-count adjustment: none (default) or zenplus "
                                                       "(Postulate 6.5, for counters that count macro-ops)")
     p.add_argument("--throughput-only", action="store_true",
-                   help="no µop counter: stop after CEGIS on the equivalence classes")
+                   help="ignore the oracle's µop counter: infer by throughput alone")
     add_backend_argument(p)
     p.add_argument("--timeout", type=float, help="seconds per solver check")
     p.add_argument("--state", help="state file (default OUT.explain-state.json; none without -o)")
@@ -345,15 +354,17 @@ def _scheme_list(path: str | None) -> tuple[str, ...] | None:
 def cmd_infer_explain(args: argparse.Namespace) -> int:
     options = ExplainOptions(ports=args.ports, epsilon=args.epsilon, r_max=args.r_max, runs=args.runs,
                              k_rule=args.k_rule, uop_hook=args.uop_hook, integrality=args.integrality,
-                             tolerance=args.tolerance, improper=_parse_improper(args.improper),
+                             tolerance=args.tolerance, noise=args.noise, improper=_parse_improper(args.improper),
                              improper_share=not args.no_share, disjoint=_parse_disjoint(args.disjoint),
                              throughput_only=args.throughput_only, instructions=_scheme_list(args.schemes),
                              backend=args.backend, timeout=args.timeout)
     get_hook(args.uop_hook)
     k_rule(args.k_rule)  # validate before measuring anything
     oracle = open_oracle(args.oracle)
-    if oracle.has_uop_counter or args.throughput_only:   # else explain() refuses at once
-        announce_measuring(oracle)
+    if oracle.has_uop_counter and not args.throughput_only and args.ports is None:
+        raise ValidationError("with a µop counter give the number of ports (--ports K); without one "
+                              "(or with --throughput-only) it is inferred")
+    announce_measuring(oracle)
     state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
     result = explain(oracle, options, state=state, progress=None if args.quiet else say)
     if args.out:
@@ -366,7 +377,7 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
                    "out": args.out,
                    "mapping": result.to_json()["instructions"] if not args.out else None})
         return 0
-    print(f"mapped {stats['mapped']} of {stats['schemes']} schemes with {options.ports} ports; "
+    print(f"mapped {stats['mapped']} of {stats['schemes']} schemes with {result.summary['ports']} ports; "
           f"{len(result.summary['blocking']['classes'])} blocking classes, peak IPC {result.summary['r_max']}; "
           f"{stats['measurements']} measurements in {stats['seconds']:.0f} s")
     print("misfits: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -68,6 +68,7 @@ class HarnessSettings:
     max_retries: int = 2               # immediate re-measurements of a noisy experiment
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 2             # 2: four reference kernels
+    timing_version: int = 2            # 2: a sample is min T(2n) − min T(n) over interleaved runs
 
     def key(self) -> dict:
         d = asdict(self)

@@ -39,6 +39,9 @@ class ExplainOptions:
       with other copy counts, at most ``remeasure`` times;
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
+    * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
+      pure load before a load that also computes; others follow, register forms first); a dropped
+      representative's next class members stand in for it, up to ``max_stand_ins`` times;
     * ``integrality``: how far a non-evading µop estimate may be from an integer before the
       scheme is "outside the model" (0.5 or more: always round — for noisy oracles, where the
       estimate's error grows with k, and the final check below still catches wrong counts);
@@ -70,6 +73,8 @@ class ExplainOptions:
     max_multiplicity: int = 3
     max_uops: int = 16
     max_cegis_runs: int = 40
+    max_stand_ins: int = 3
+    rep_order: tuple[str, ...] = ()
     clear: float = 0.25
     noise: float = 0.01
     remeasure: int = 16
@@ -109,5 +114,5 @@ class ExplainOptions:
                 "improper_share": self.improper_share, "disjoint": [list(x) for x in self.disjoint],
                 "throughput_only": self.throughput_only, "max_ports": self.max_ports,
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
-                "cegis_epsilon": self.cegis_epsilon,
+                "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
                 "instructions": list(self.instructions) if self.instructions is not None else None}

@@ -143,8 +143,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         for i, m in cand["misfits"].items():
             explanations[i] = Explanation(misfit=Misfit.from_json(m), counted=single[i]["uops"], source="singleton")
     else:   # members of a class and dropped candidates are characterised like every other scheme
-        blocking_only = [{**c, "members": []} for c in classes if c["rep"] in bmap.uops]
-        explanations = _blocking_explanations(bmap, blocking_only, single, blk, r_max, {})
+        explanations = _blocking_explanations(bmap, [], single, blk, r_max, {})
     todo = [i for i in insns if i not in explanations]
     summary: dict[str, Any] = {
         "oracle": oracle.describe(), "counter": counter,
@@ -181,7 +180,7 @@ def _blocking_explanations(bmap: PortMapping, classes: list[dict[str, Any]], sin
     """Representatives: their singleton and every CEGIS experiment they occur in. Class members:
     their singleton and the pair experiment that makes them equivalent (Thm 6.3)."""
     out: dict[str, Explanation] = {}
-    cegis = [(Experiment(c), t) for c, t in blk.get("measurements", [])]
+    cegis = [(Experiment(c), t) for c, t in blk.get("measurements", []) if set(c) <= set(bmap.uops)]
     if cegis:
         modelled = batch_inverse_throughput([(bmap, e) for e, _ in cegis], r_max)
     for i, us in bmap.uops.items():

@@ -96,7 +96,8 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
     classes: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     by_size: dict[int, list[str]] = {}
-    for i in sorted(sizes, key=simplicity):
+    first = {name: n for n, name in enumerate(o.rep_order)}
+    for i in sorted(sizes, key=lambda i: (first.get(i, len(first)), simplicity(i))):
         if r_max is not None and sizes[i] >= r_max - 1e-9:
             continue
         by_size.setdefault(sizes[i], []).append(i)
@@ -125,7 +126,8 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
                         progress(f"  {rep} is no representative: {a['insn']} and {b['insn']} are additive with "
                                  f"it but not with each other ({e} = {t:.4g})")
                         rejected.append({"insn": rep, "size": size, "experiment": dict(e.items()), "measured": t})
-                        left = sorted((m["insn"] for m in members), key=simplicity) + left
+                        left = sorted((m["insn"] for m in members),
+                                      key=lambda i: (first.get(i, len(first)), simplicity(i))) + left
                         members = None
                         break
                 if members is None:

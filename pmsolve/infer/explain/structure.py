@@ -188,11 +188,32 @@ def random_mixes(comp: list[str], size: dict[str, int], n: int, seed: int) -> li
 
 def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str, Any], r_max: float | None,
                     o: ExplainOptions, progress: Progress) -> dict[str, Any]:
-    """Port structure of the class representatives; JSON-ready (see the module doc)."""
+    """Port structure of the class representatives; JSON-ready (see the module doc).
+
+    A dropped or redundant representative may be the wrong one of a sound class (a load that
+    also computes is additive with the pure loads of its class): its next member stands in for
+    it, up to ``o.max_stand_ins`` times per class, and the structure is inferred again."""
     t0 = time.perf_counter()
+    spare = {c["rep"]: [m["insn"] for m in c["members"]][:o.max_stand_ins] for c in classes}
+    reps = [c["rep"] for c in classes]
     size = {c["rep"]: c["size"] for c in classes}
     class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}
-    reps = sorted(size)
+    while True:
+        got = _structure(oracle, sorted(reps), size, class_size, r_max, o, progress)
+        gone = [d["insn"] for d in got["dropped"]] + got.get("redundant", [])
+        swaps = [(i, spare[i][0]) for i in gone if spare.get(i)]
+        if not swaps:
+            got["seconds"] = time.perf_counter() - t0
+            return got
+        for rep, member in swaps:
+            progress(f"  {member} stands in for {rep} as the blocking candidate of its class")
+            reps[reps.index(rep)] = member
+            spare[member] = spare.pop(rep)[1:]
+            size[member], class_size[member] = size[rep], class_size[rep]
+
+
+def _structure(oracle: Any, reps: list[str], size: dict[str, int], class_size: dict[str, int],
+               r_max: float | None, o: ExplainOptions, progress: Progress) -> dict[str, Any]:
     pairs = pair_experiments(reps, size)
     progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
     values = dict(zip(pairs, oracle.measure(pairs)))
@@ -225,17 +246,26 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
         ports += list(names.values())
         for i, us in m.uops.items():
             mapping[i] = [(frozenset(names[p] for p in u.ports), u.count) for u in us]
+    # a candidate taken as k µops on one set is a hypothesis the other candidates could not refute;
+    # where a single-µop candidate blocks the same set, it is not needed: characterise it instead
+    single_sets = {us[0][0] for us in mapping.values() if len(us) == 1 and us[0][1] == 1}
+    redundant = sorted(i for i, us in mapping.items() if not (len(us) == 1 and us[0][1] == 1)
+                       and all(q in single_sets for q, _ in us))
+    for i in redundant:
+        progress(f"  {i} ({' + '.join(f'{n}×{len(q)} ports' for q, n in mapping[i])}) is not needed as a "
+                 "blocking instruction: it will be characterised like any scheme")
+        del mapping[i]
     if not mapping:
         return {"status": "none", "mapping": None, "proof": "no blocking instruction survived", "dropped": dropped,
                 "components": summary, "measurements": measurements, "added_experiments": added,
-                "equivalent": [], "seconds": time.perf_counter() - t0}
+                "equivalent": []}
     result = PortMapping(ports, mapping)
     proofs = "; ".join(f"component {s['component']}: {s['proof']}" for s in summary if s.get("proof"))
     return {"status": "inferred", "mapping": mapping_to_json(result), "proof": proofs, "equivalent": [],
             "measurements": measurements, "added_experiments": added, "dropped": dropped, "components": summary,
+            "redundant": redundant,
             "ports": len(ports), "multiplicities": {i: len(us) for i, us in mapping.items() if len(us) > 1 or
-                                                   us[0][1] > 1},
-            "seconds": time.perf_counter() - t0}
+                                                   us[0][1] > 1}}
 
 
 def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int], class_size: dict[str, int],
