@@ -91,8 +91,7 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
                                           "merge congruent schemes, evolve a three-level mapping (DEAP), polish it "
                                           "by local search. Interrupt and rerun with the same --checkpoint to resume.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
-                                             "without one the number is inferred)")
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
     p.add_argument("--population", type=int, help="population size N (default 1000)")
     p.add_argument("--generations", type=int, help="generation limit G (default 100)")
     p.add_argument("--seed", type=int, default=0, help="random seed (runs are deterministic under it)")
@@ -174,8 +173,7 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
                                           "persist in --state (default OUT.cegis-state.json); rerun the same command "
                                           "to continue.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
-                                             "without one the number is inferred)")
+    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
     add_backend_argument(p)
     p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
                    help="mapping space (power-set: µops = all port sets; very expensive)")

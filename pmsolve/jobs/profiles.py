@@ -1,0 +1,93 @@
+"""Which schemes the main job measures: profiles chosen from what this CPU offers.
+
+* ``smoke`` — a handful of schemes (integer ALU, multiply, load, store, vector add/multiply),
+  enough to run every stage in under a minute (CI on hardware);
+* ``quick`` — about 150–300 common schemes: the catalogue's offered schemes grouped by category,
+  memory use and vector width, and in each group the (at most two) most common
+  mnemonics, 64-bit forms first. AVX-512 (EVEX, mask registers) is in when the CPU has it,
+  because the catalogue offers it then;
+* ``all`` — every scheme the catalogue offers on this CPU.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pmsolve.errors import ValidationError
+from pmsolve.isa import Catalogue
+from pmsolve.isa.scheme import Scheme
+
+PROFILES = ("smoke", "quick", "all")
+
+SMOKE = ("add_r64_r64", "imul_r64_r64", "mov_r64_m64", "mov_m64_r64", "add_r64_m64", "lea_r64_m",
+         "vaddpd_ymm_ymm_ymm", "vmulpd_ymm_ymm_ymm", "vpaddd_ymm_ymm_ymm", "vpshufd_ymm_ymm_i8")
+
+#: mnemonics in rough order of how common they are in compiled code (the quick profile's choice)
+COMMON = """
+mov add lea cmp sub test and xor or inc dec shl shr sar imul movzx movsx movsxd neg not cmove cmovne
+sete setne rol ror bt popcnt lzcnt tzcnt andn bextr blsr blsi bzhi pdep pext rorx sarx shlx shrx mulx
+adc sbb xchg bsf bsr btc bts btr bswap movbe crc32 shld shrd mul
+vmovdqu vmovdqa vmovups vmovaps vmovdqu64 vmovdqu32 vmovd vmovq vbroadcastss vpbroadcastd
+vaddps vaddpd vmulps vmulpd vfmadd231ps vfmadd231pd vfmadd213ps vfnmadd231pd vsubps vsubpd vaddss vaddsd
+vmulss vmulsd vminps vmaxpd vdivps vdivpd vsqrtps vsqrtpd vroundps vroundpd vcmpps vcmppd
+vpaddd vpaddq vpaddb vpaddw vpsubd vpsubq vpmulld vpmullw vpmuludq vpmaddwd vpsadbw vpavgb vpminsd vpmaxud
+vpabsd vpand vpandn vpor vpxor vpandd vpord vpxord vpternlogd vpternlogq vandps vandpd vorps vxorps
+vpslld vpsllq vpsrld vpsrlq vpsrad vpsllw vpsllvd vpsrlvq vpshufb vpshufd vpermd vpermq vpermps vpermilps
+vperm2i128 vpunpcklbw vpunpckldq vpunpcklqdq vunpcklps vshufps vpalignr vpblendd vblendvps vinserti128
+vextracti128 vpmovzxbd vpmovsxwd vpackssdw vpcmpeqd vpcmpgtd vpcmpeqb vpcmpd vpcmpud vptest vpmovmskb
+vmovmskps vpmovd2m vpmovm2d vcvtdq2ps vcvtps2dq vcvttps2dq vcvtpd2ps vcvtps2pd vcvtsi2sd vcvtss2sd
+vpcompressd vpexpandd vpconflictd vplzcntd vpopcntd vpdpbusd kandw korw kxorw knotw kmovw kmovq kshiftlw
+kortestw kaddw vaesenc vaesdec vpclmulqdq vgf2p8affineqb
+""".split()
+_RANK = {m: n for n, m in enumerate(COMMON)}
+
+
+def _group(s: Scheme) -> tuple:
+    vec = max((o.width for o in s.operands if o.kind == "reg" and o.cls not in ("gpr",)), default=0)
+    return s.category, s.memory, vec
+
+
+def _preference(s: Scheme) -> tuple:
+    """Common mnemonics first, then 64-bit then 32-bit GPR forms, fewer operands, the name."""
+    gpr = [o.width for o in s.operands if o.kind == "reg" and o.cls == "gpr"]
+    width_rank = 0 if 64 in gpr else 1 if 32 in gpr or not gpr else 2
+    return _RANK.get(s.mnemonic, len(_RANK)), width_rank, len(s.operands), s.name
+
+
+def choose(catalogue: Catalogue, profile: str, per_group: int = 2) -> list[str]:
+    """The scheme names of a profile, in catalogue order, all offered on this host."""
+    if profile not in PROFILES:
+        raise ValidationError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
+    offered = catalogue.offered()
+    if profile == "all":
+        return [s.name for s in offered]
+    if profile == "smoke":
+        names = {s.name for s in offered}
+        return [n for n in SMOKE if n in names]
+    groups: dict[tuple, list[Scheme]] = defaultdict(list)
+    for s in offered:
+        groups[_group(s)].append(s)
+    chosen: list[str] = []
+    for members in groups.values():
+        seen: set[str] = set()
+        for s in sorted(members, key=_preference):
+            if s.mnemonic in seen or (_RANK.get(s.mnemonic) is None and seen):
+                continue
+            chosen.append(s.name)
+            seen.add(s.mnemonic)
+            if len(seen) >= per_group:
+                break
+    keep = set(chosen)
+    return [s.name for s in offered if s.name in keep]
+
+
+def representative_order(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
+    """The order in which schemes should represent their class of blocking candidates: fewer
+    memory operands, fewer operands read (a pure load before a load that also computes), fewer
+    operands, then the name. Only a preference: experiments decide what a representative is."""
+    def key(n: str) -> tuple:
+        s = catalogue[n]
+        mem = sum(1 for o in s.operands if o.kind == "mem")
+        reads = sum(1 for o in list(s.operands) + list(s.implicit) if o.read and o.kind not in ("imm", "const"))
+        return mem, reads, len(s.operands) + len(s.implicit), n
+    return tuple(sorted(names, key=key))
