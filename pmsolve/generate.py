@@ -48,3 +48,23 @@ def random_experiment(rng: np.random.Generator, instructions: list[str] | tuple[
     if length < 1:
         raise ValidationError(f"experiment length must be ≥ 1, got {length}")
     return Experiment(list(rng.choice(list(instructions), size=length)))
+
+
+#: the port sets of AMD Zen+ (dissertation Table 6.2: 4 ALUs, 2 AGUs, 4 FP pipes on 10 ports),
+#: with the store-data port [5] standing alone
+ZEN_SETS = [("6", "7", "8", "9"), ("4", "5"), ("5",), ("2", "3"), ("1", "2"), ("0", "1"), ("0", "1", "3"),
+            ("0", "3"), ("0", "1", "2", "3"), ("2",), ("3",)]
+
+
+def zen_like(seed: int = 0, n_other: int = 40) -> PortMapping:
+    """A Zen+-like machine with a single-µop blocking instruction ``blkJ`` for every port set it
+    uses (the explainable inference's assumption, sec. 6.2.4), and ``n_other`` schemes ``insJ``
+    of 1-3 µop kinds from those sets, 1-3 µops each: the simulated truth of the counter-free
+    inference's gate and of the main job away from x86-64."""
+    import random
+
+    rng = random.Random(seed)
+    table: dict[str, list] = {f"blk{j}": [(s, 1)] for j, s in enumerate(ZEN_SETS)}
+    for j in range(n_other):
+        table[f"ins{j}"] = [(s, rng.randint(1, 3)) for s in rng.sample(ZEN_SETS, rng.randint(1, 3))]
+    return PortMapping(port_names(10), table)

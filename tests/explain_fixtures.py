@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from pmsolve.generate import zen_like  # noqa: F401  (re-exported for the tests)
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.model import Experiment, PortMapping
 
@@ -72,18 +73,3 @@ class DeviatingMachine(SimulatedOracle):
 def single(e: Experiment) -> bool:
     return len(e.counts) == 1
 
-
-ZEN_SETS = [("6", "7", "8", "9"), ("4", "5"), ("5",), ("2", "3"), ("1", "2"), ("0", "1"), ("0", "1", "3"),
-            ("0", "3"), ("0", "1", "2", "3"), ("2",), ("3",)]
-
-
-def zen_like(seed: int = 0, n_other: int = 40) -> PortMapping:
-    """A Zen+-like machine (dissertation Table 6.2: 4 ALUs, 2 AGUs, 4 FP pipes; 10 ports) with a
-    single-µop blocking instruction for every port set it uses (the paper's assumption: the
-    store-data port [5] gets one too), and ``n_other`` schemes of 1-3 µop kinds from those sets,
-    1-3 µops each, the integer and FP sides mixed as loads and stores mix them."""
-    rng = random.Random(seed)
-    table: dict[str, list] = {f"blk{j}": [(s, 1)] for j, s in enumerate(ZEN_SETS)}
-    for j in range(n_other):
-        table[f"ins{j}"] = [(s, rng.randint(1, 3)) for s in rng.sample(ZEN_SETS, rng.randint(1, 3))]
-    return PortMapping([str(p) for p in range(10)], table)

@@ -26,7 +26,7 @@ from pmsolve.infer.explain import ExplainOptions, explain
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.pmevo import EvolutionConfig, stderr_progress
 from pmsolve.infer.pmevo import infer as pmevo_infer
-from pmsolve.jobs.host import DEFAULT_SCHEMES, JobConfig, render, run
+from pmsolve.jobs.host import JobConfig, render, run
 from pmsolve.model import Experiment, sort_ports
 from pmsolve.strategy import k_rule
 
@@ -41,25 +41,40 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------- the main job
 
 def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    p = sub.add_parser("infer", help="infer a port mapping from throughput measurements",
-                       description="Infer a port mapping from an oracle's throughput measurements. Without an "
-                                   "ALGORITHM: the main job - measure ~50 common schemes on this x86-64 machine "
-                                   "(hardware oracle, measurement store), detect the peak IPC, infer the mapping with "
-                                   "PMEvo and compare it with llvm-mca and OSACA on held-out measured experiments; on "
-                                   "other hosts the same on a simulated machine. Rerunning reuses stored measurements.")
-    p.add_argument("--schemes", help="comma-separated schemes (default: the built-in set of ~50)")
-    p.add_argument("--ports", type=int, default=10, help="number of ports K for PMEvo (default 10)")
-    p.add_argument("--held-out", type=int, default=60, help="held-out 4-5-instruction experiments (default 60)")
-    p.add_argument("--population", type=int, default=300, help="PMEvo population (default 300)")
-    p.add_argument("--generations", type=int, default=50, help="PMEvo generation limit (default 50)")
+    p = sub.add_parser("infer", help="infer a port mapping (without an ALGORITHM: the explained mapping of this CPU)",
+                       description="Infer a port mapping from throughput measurements. Without an ALGORITHM: the "
+                                   "main job - the explained port mapping of the CPU you sit at, without "
+                                   "performance counters: measure a profile of the schemes it offers (quick: ~200 "
+                                   "common ones, AVX-512 where present; --all: every one), infer the mapping with "
+                                   "the counter-free explainable algorithm (witnesses per µop, misfits by "
+                                   "category), then measure random 4-5-instruction experiments never used for "
+                                   "inference and score pmsolve, llvm-mca, OSACA and PMEvo on them. Measurements "
+                                   "and the inference state live in a folder per CPU and profile, so an "
+                                   "interrupted run resumes. Away from x86-64 Linux: the same on a simulated "
+                                   "Zen-like machine.",
+                       epilog="Reports: text (default), --json, and --report FILE.html (one row per scheme with "
+                              "its witnesses, misfits by category, the ports picture, the accuracy table). "
+                              "`pmsolve explain OUT SCHEME` shows one scheme's witnesses from the -o file.")
+    p.add_argument("--profile", choices=("smoke", "quick", "all"), default="quick",
+                   help="which schemes: quick (default, ~200 common ones, ≤ 10 min), all (every offered scheme), "
+                        "smoke (a handful, under a minute)")
+    p.add_argument("--all", dest="profile", action="store_const", const="all", help="same as --profile all")
+    p.add_argument("--schemes", help="comma-separated schemes instead of a profile")
+    p.add_argument("--method", choices=("explain", "pmevo"), default="explain",
+                   help="inference: explain (default, counter-free explainable) or pmevo (for comparison)")
+    p.add_argument("--held-out", type=int, default=200, help="held-out 4-5-instruction experiments (default 200)")
+    p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
+    p.add_argument("--no-pmevo", action="store_true", help="do not train PMEvo for the comparison")
+    p.add_argument("--pmevo-minutes", type=float, default=1.5,
+                   help="PMEvo's evolution time for the comparison (default 1.5)")
+    p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
+    p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="processes for PMEvo fitness evaluation (default: all cores)")
-    p.add_argument("--store", help="measurement store, SQLite (default: $XDG_CACHE_HOME or ~/.cache "
-                                   "/pmsolve/measurements.sqlite)")
-    p.add_argument("--checkpoint", metavar="DIR", help="PMEvo checkpoint folder (resume an interrupted inference)")
-    p.add_argument("--simulated", action="store_true", help="run the simulated example even on x86-64")
-    p.add_argument("-o", "--out", help="write the inferred mapping here")
+    p.add_argument("--workdir", help="folder for measurements, state and checkpoints (default: "
+                                     "$XDG_CACHE_HOME/pmsolve/host/<cpu>/<profile>)")
+    p.add_argument("--simulated", action="store_true", help="run on the simulated machine even on x86-64")
+    p.add_argument("--report", metavar="FILE.html", help="write the HTML report here")
+    p.add_argument("-o", "--out", help="write the mapping with its explanation here (`pmsolve explain OUT`)")
     add_quiet_argument(p)
     add_json_argument(p)
     p.set_defaults(func=cmd_infer_main)
@@ -67,17 +82,28 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
 
 
 def cmd_infer_main(args: argparse.Namespace) -> int:
+    from pmsolve.fileio import atomic_write_text
+    from pmsolve.jobs.report import render_html
+
+    for path in (args.out, args.report):
+        if path:
+            check_output_path(path)
+    schemes = tuple(x.strip() for x in args.schemes.split(",") if x.strip()) if args.schemes else None
+    config = JobConfig(profile=args.profile, schemes=schemes, method=args.method, held_out=args.held_out,
+                       seed=args.seed, runs=args.runs, compare_pmevo=not args.no_pmevo,
+                       pmevo_minutes=args.pmevo_minutes, workdir=args.workdir, simulated=args.simulated,
+                       mcpu=args.mcpu, osaca_arch=args.osaca_arch)
+    report = run(config, say=(lambda m: None) if args.quiet else say)
+    doc = report.to_json()
     if args.out:
-        check_output_path(args.out)
-    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes else DEFAULT_SCHEMES
-    config = JobConfig(schemes=tuple(schemes), ports=args.ports, held_out=args.held_out, seed=args.seed,
-                       population=args.population, generations=args.generations, workers=args.workers,
-                       store=args.store, checkpoint=args.checkpoint, simulated=args.simulated)
-    report = run(config, quiet=args.quiet)
-    if args.out:
-        save_mapping(report.mapping, args.out, "pmsolve")
+        if report.result is not None:
+            report.result.save(args.out)
+        else:
+            save_mapping(report.mapping, args.out, "pmsolve")
+    if args.report:
+        atomic_write_text(args.report, render_html(doc))
     if args.json:
-        emit_json(report.to_json())
+        emit_json(doc)
     else:
         print(render(report))
     return 0

@@ -1,130 +1,178 @@
-"""The main job (``pmsolve infer`` without arguments): measure this machine, infer its port
-mapping, and compare it with llvm-mca and OSACA on held-out measured experiments.
+"""The main job (``pmsolve infer`` without an algorithm): the explained port mapping of the CPU
+you sit at, without performance counters, and how well it predicts, next to llvm-mca and OSACA.
 
-On an x86-64 Linux host with AVX: measure ~50 common schemes (ALU, shifts, bit ops, imul,
-loads, stores, vector FP add/mul/FMA, integer, logic, shuffles) as singletons, pairs and ratio
-pairs (PMEvo's experiment design) through the hardware oracle and the measurement store,
-detect the peak IPC (sec. 4.3), infer a three-level mapping with PMEvo under that R_max, then
-measure random 4-5-instruction experiments that inference never saw and report MAPE and
-Kendall's τ of pmsolve's mapping next to the newest installed llvm-mca and OSACA, each with the
-model that best fits this CPU's microarchitecture (:mod:`pmsolve.harness.cpu`; a fallback to a
-nearest model is said in the report), on the very same instruction sequences. Elsewhere it runs the same pipeline on a simulated machine
-(the bundled Zen+ example mapping with noise and R_max 5).
+1. **CPU and schemes** — the CPU's identity (:mod:`pmsolve.harness.cpu`) and a profile of the
+   schemes it offers (:mod:`pmsolve.jobs.profiles`: ``smoke``, ``quick``, ``all``);
+2. **measure** — the hardware oracle behind a SQLite measurement store in the job's folder, so
+   an interrupted job resumes without measuring anything twice; schemes that cannot run (a
+   fault, an assembler rejection) are left out and said;
+3. **infer** — the counter-free explainable inference (:mod:`pmsolve.infer.explain`) with its
+   state file in the same folder (or PMEvo with ``method="pmevo"``);
+4. **held-out accuracy** — random 4–5-instruction experiments of mapped schemes, none of them
+   measured for the inference, are measured and predicted by pmsolve's mapping, the newest
+   llvm-mca and OSACA (each with the model that fits this CPU best; fallbacks said) and PMEvo
+   trained on the same schemes; every predictor is scored on the experiments all of them cover,
+   and its own coverage is stated;
+5. **report** — text, JSON and a static HTML page (:mod:`pmsolve.jobs.report`).
+
+Away from x86-64 Linux (or when asked) the same pipeline runs on a simulated Zen-like machine
+(:func:`pmsolve.generate.zen_like`) with noise and R_max, where the truth is known.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import random
-import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
-from pmsolve.data import example_mapping
+from pmsolve.errors import ValidationError
+from pmsolve.generate import zen_like
 from pmsolve.harness.allocation import allocate, body
-from pmsolve.harness.cpu import host_cpu, reference_singles
+from pmsolve.harness.cpu import CpuIdentity, host_cpu, reference_singles
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
-from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.store import MeasurementStore, StoredOracle
-from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
+from pmsolve.infer.explain import ExplainOptions, ExplainResult, explain
+from pmsolve.isa import load_catalogue
+from pmsolve.jobs import profiles
 from pmsolve.metrics import accuracy
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors import llvm_mca, osaca
 from pmsolve.predictors.base import ModelChoice
 from pmsolve.predictors.block import Block
-from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor
 from pmsolve.predictors.osaca import OsacaPredictor
 from pmsolve.throughput import evaluate_many
 
-#: the default scheme set of the main job (all offered on Zen 3 / any AVX2+BMI2+FMA host)
-DEFAULT_SCHEMES = """
-add_r64_r64 sub_r64_r64 xor_r64_r64 cmp_r64_r64 add_r64_i8 inc_r64 neg_r64
-shl_r64_i8 sar_r64_cl rorx_r64_r64_i8 shlx_r64_r64_r64 lea_r64_m imul_r64_r64 imul_r64_r64_i32 mulx_r64_r64_r64
-popcnt_r64_r64 lzcnt_r64_r64 andn_r64_r64_r64 pdep_r64_r64_r64 cmove_r64_r64 bswap_r64 crc32_r64_r64
-mov_r64_m64 add_r64_m64 mov_m64_r64 vmovdqu_ymm_m256 vmovdqu_m256_ymm vbroadcastss_ymm_m32
-vaddpd_ymm_ymm_ymm vmulpd_ymm_ymm_ymm vfmadd231pd_ymm_ymm_ymm vaddps_xmm_xmm_xmm vminpd_ymm_ymm_ymm
-vroundpd_ymm_ymm_i8 vcvtdq2pd_ymm_xmm vpaddd_ymm_ymm_ymm vpmulld_ymm_ymm_ymm vpmaddwd_ymm_ymm_ymm vpand_ymm_ymm_ymm
-vpxor_ymm_ymm_ymm vpcmpeqd_ymm_ymm_ymm vpsadbw_ymm_ymm_ymm vpshufd_ymm_ymm_i8 vpermq_ymm_ymm_i8
-vpunpcklqdq_ymm_ymm_ymm vpsllq_ymm_ymm_i8 vpblendd_ymm_ymm_ymm_i8 vpmovmskb_r32_ymm vperm2i128_ymm_ymm_ymm_i8
-vaesenc_xmm_xmm_xmm
-""".split()
+Say = Callable[[str], None]
+METHODS = ("explain", "pmevo")
 
 
-
-@dataclass
+@dataclass(frozen=True)
 class JobConfig:
-    schemes: Sequence[str] = tuple(DEFAULT_SCHEMES)
-    ports: int = 10
-    held_out: int = 60
+    """What the job does. ``schemes`` overrides the profile; ``workdir`` holds the measurement
+    store, the inference state and the outputs (default: a folder per CPU and profile under
+    ``$XDG_CACHE_HOME/pmsolve``)."""
+
+    profile: str = "quick"
+    schemes: tuple[str, ...] | None = None
+    method: str = "explain"
+    held_out: int = 200
     seed: int = 0
-    population: int = 300
-    generations: int = 50
-    patience: int | None = 10
-    local_search: int | None = 16
-    workers: int = 1
-    store: str | None = None            # None: default_store()
-    checkpoint: str | None = None
-    mcpu: str | None = None             # None: the best llvm-mca model for this CPU
-    osaca_arch: str | None = None       # None: OSACA's nearest model for this CPU
+    runs: int = 1
+    noise: float = 0.005
+    compare_pmevo: bool = True
+    pmevo_minutes: float = 1.5
+    workdir: str | None = None
     simulated: bool = False
+    mcpu: str | None = None
+    osaca_arch: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValidationError(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}")
+        if self.profile not in profiles.PROFILES:
+            raise ValidationError(f"unknown profile {self.profile!r}: choose one of {', '.join(profiles.PROFILES)}")
+        if self.held_out < 3:
+            raise ValidationError(f"held_out must be at least 3 experiments, got {self.held_out}")
 
 
 @dataclass
-class JobReport:
+class HostReport:
+    """Everything the job found; :meth:`to_json` is the document the text, JSON and HTML share."""
+
     machine: str
-    mapping: PortMapping
+    config: JobConfig
+    cpu: CpuIdentity | None
+    mapping: PortMapping | None
+    r_max: float | None
+    result: ExplainResult | None
     singles: dict[str, float]
-    peak_ipc: float
-    peak_experiment: str
     held_out: list[Experiment]
     measured: list[float]
     predictions: dict[str, list[float | None]]
-    accuracy: dict[str, dict]
+    models: list[ModelChoice]
     seconds: dict[str, float]
-    pmevo_table: str
     notes: list[str] = field(default_factory=list)
-    cpu: dict | None = None                                  # CpuIdentity.to_json() on hardware
-    models: list[dict] = field(default_factory=list)         # ModelChoice.to_json() of each comparison tool
-    reference: dict | None = None                            # the host's published singles, if any
 
-    def to_json(self) -> dict:
-        return {"machine": self.machine, "cpu": self.cpu, "models": self.models, "reference_singles": self.reference,
-                "peak_ipc": self.peak_ipc, "peak_experiment": self.peak_experiment,
-                "singles": self.singles, "accuracy": self.accuracy, "seconds": self.seconds, "notes": self.notes,
-                "held_out": [{"experiment": str(e), "measured": m,
-                              **{k: v[i] for k, v in self.predictions.items()}}
-                             for i, (e, m) in enumerate(zip(self.held_out, self.measured))],
-                "mapping": {i: [{"ports": sorted(u.ports), "count": u.count} for u in us]
-                            for i, us in self.mapping.uops.items()}}
+    def accuracy(self) -> dict[str, Any]:
+        """Each predictor on the experiments every predictor covers, and on its own coverage."""
+        ok = [j for j, m in enumerate(self.measured) if m == m and m > 0]
+        covered = {name: [j for j in ok if vals[j] is not None and vals[j] > 0]
+                   for name, vals in self.predictions.items()}
+        common = [j for j in ok if all(j in set(c) for c in covered.values())]
+        model = {c.label(): c for c in self.models}
+        rows = []
+        for name, vals in self.predictions.items():
+            def score(js: list[int]) -> dict[str, float] | None:
+                return accuracy([vals[j] for j in js], [self.measured[j] for j in js]).to_json() if len(js) >= 3 else None
+            rows.append({"name": name, "covered": len(covered[name]), "common": score(common),
+                         "own": score(covered[name]),
+                         "model": model[name].why if name in model else ""})
+        return {"held_out": len(ok), "common": len(common), "predictors": rows}
+
+    def to_json(self) -> dict[str, Any]:
+        schemes, misfits = [], {}
+        if self.result is not None:
+            for name, x in sorted(self.result.explanations.items()):
+                if x.misfit is not None:
+                    misfits.setdefault(x.misfit.category, []).append({"scheme": name, **x.misfit.to_json()})
+                elif x.uops:
+                    d = x.to_json()
+                    schemes.append({"scheme": name, "tp": self.singles.get(name), "uops": d["uops"],
+                                    "confidence": x.confidence, "source": x.source})
+        elif self.mapping is not None:
+            schemes = [{"scheme": i, "tp": self.singles.get(i),
+                        "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}
+                       for i, us in sorted(self.mapping.uops.items())]
+        ref = reference_singles(self.cpu.microarchitecture) if self.cpu else None
+        return {"format": "pmsolve.host-report", "version": 1, "machine": self.machine,
+                "cpu": self.cpu.to_json() if self.cpu else None, "profile": self.config.profile,
+                "method": self.config.method, "r_max": self.r_max,
+                "ports": len(self.mapping.ports) if self.mapping else None,
+                "port_names": list(self.mapping.ports) if self.mapping else [],
+                "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
+                "schemes": schemes, "misfits": misfits, "singles": self.singles,
+                "singles_reference": ({"source": ref.source, "values": {s: v for s, v in ref.values.items()
+                                                                         if s in self.singles}} if ref else None),
+                "held_out": [{"experiment": dict(e.items()), "measured": m,
+                              **{k: v[j] for k, v in self.predictions.items()}}
+                             for j, (e, m) in enumerate(zip(self.held_out, self.measured))],
+                "seconds": self.seconds, "notes": self.notes}
 
 
-def default_store() -> Path:
-    """``$XDG_CACHE_HOME/pmsolve/measurements.sqlite`` (``~/.cache`` by default)."""
-    import os
+def default_workdir(cpu: CpuIdentity, profile: str) -> Path:
+    """``$XDG_CACHE_HOME/pmsolve/host/<microarchitecture>-<fingerprint>/<profile>`` (~/.cache by default)."""
+    from pmsolve.harness.store import machine_fingerprint
 
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    path = base / "pmsolve" / "measurements.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    return base / "pmsolve" / "host" / f"{cpu.uarch}-{machine_fingerprint()}" / profile
 
 
-def held_out_experiments(schemes: Sequence[str], n: int, seed: int) -> list[Experiment]:
-    """Random 4-5-instruction experiments (multisets), distinct, deterministic under ``seed``."""
+def held_out_experiments(schemes: Sequence[str], n: int, seed: int,
+                         exclude: set[Experiment] = frozenset()) -> list[Experiment]:
+    """Random 4-5-instruction experiments (multisets of at least three schemes), distinct,
+    deterministic under ``seed``, none of them in ``exclude``."""
+    if len(schemes) < 3:
+        raise ValidationError(f"held-out experiments need at least 3 mapped schemes, got {len(schemes)}")
     rng = random.Random(seed)
     out: dict[Experiment, None] = {}
     while len(out) < n:
-        size = rng.choice((4, 5))
-        e = Experiment([rng.choice(list(schemes)) for _ in range(size)])
-        if len(e.counts) > 2:   # beyond PMEvo's pairs
+        e = Experiment([rng.choice(list(schemes)) for _ in range(rng.choice((4, 5)))])
+        if len(e.counts) > 2 and e not in exclude:
             out[e] = None
     return list(out)
 
 
 # ---------------------------------------------------------------------------- other predictors
 
-def _block(catalogue, e: Experiment, target: int = 40):
+def block_of(catalogue, e: Experiment, target: int = 40) -> tuple[Block, int]:
     """The experiment as a concrete block (operands allocated, unrolled to about ``target``
     instructions) and its unroll factor: predictions divide by it to get cycles per copy."""
     counts = {catalogue[n]: c for n, c in e.items()}
@@ -138,165 +186,193 @@ def _per_copy(predictor, blocks) -> tuple[list[float | None], list[str]]:
             [p.error for p in preds if not p.ok])
 
 
-def comparison_models(config: JobConfig, uarch) -> tuple[ModelChoice, ModelChoice]:
-    """The llvm-mca and OSACA models to compare with: given in the config, else the best ones
-    for this microarchitecture (a nearest-model fallback says so in ``why``)."""
-    mca = (ModelChoice("llvm-mca", config.mcpu, getattr(llvm_mca.find_llvm_mca(), "version", None), False,
-                       "chosen by the user") if config.mcpu else llvm_mca.model_for(uarch))
-    osa = ModelChoice("OSACA", config.osaca_arch, None, False, "chosen by the user") if config.osaca_arch \
-        else osaca.model_for(uarch)
+def comparison_models(config: JobConfig, cpu: CpuIdentity) -> tuple[ModelChoice, ModelChoice]:
+    """The llvm-mca and OSACA models to compare with: given, else the best for this CPU."""
+    inst = llvm_mca.find_llvm_mca()
+    mca = (ModelChoice("llvm-mca", config.mcpu, inst.version if inst else None, False, "chosen by the user")
+           if config.mcpu else llvm_mca.model_for(cpu.microarchitecture))
+    osa = (ModelChoice("OSACA", config.osaca_arch, None, False, "chosen by the user")
+           if config.osaca_arch else osaca.model_for(cpu.microarchitecture))
     return mca, osa
 
 
-def llvm_mca_predict(blocks, mcpu: str, iterations: int = 100) -> list[float | None]:
-    """Cycles per experiment copy from the newest llvm-mca (:mod:`pmsolve.predictors.llvm_mca`:
-    all blocks in one call); None for blocks it cannot predict, or everywhere without llvm-mca."""
-    if find_llvm_mca() is None:
-        return [None] * len(blocks)
-    return _per_copy(LlvmMcaPredictor(mcpu, iterations=iterations), blocks)[0]
-
-
-def osaca_predict(blocks, arch: str) -> tuple[list[float | None], list[str]]:
-    """Cycles per experiment copy from OSACA (:mod:`pmsolve.predictors.osaca`: its Python
-    API in a worker, optimal port pressure and loop-carried dependencies), and the errors of the
-    blocks it could not predict (e.g. instruction forms its model lacks)."""
-    import importlib.util
-
-    if importlib.util.find_spec("osaca") is None:
-        return [None] * len(blocks), []
-
-    predictor = OsacaPredictor(arch)
-    try:
-        return _per_copy(predictor, blocks)
-    finally:
-        predictor.close()
+def tool_predictions(catalogue, held: list[Experiment], models: tuple[ModelChoice, ModelChoice],
+                     notes: list[str]) -> dict[str, list[float | None]]:
+    """llvm-mca and OSACA on the held-out experiments as concrete blocks (cycles per copy)."""
+    blocks = [block_of(catalogue, e) for e in held]
+    out: dict[str, list[float | None]] = {}
+    mca, osa = models
+    if mca.model:
+        out[mca.label()] = _per_copy(LlvmMcaPredictor(mca.model), blocks)[0]
+    if osa.model:
+        predictor = OsacaPredictor(osa.model)
+        try:
+            out[osa.label()], errors = _per_copy(predictor, blocks)
+        finally:
+            predictor.close()
+        if errors:
+            notes.append(f"OSACA could not predict {len(errors)} held-out experiment(s) (e.g. {errors[0]})")
+    for m in models:
+        notes.append(f"{m.label()}: {m.why}" + (" (fallback)" if m.model and not m.own else ""))
+    return out
 
 
 # ---------------------------------------------------------------------------- the job
 
-def _say(msg: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"pmsolve: {msg}", file=sys.stderr, flush=True)
-
-
-def run(config: JobConfig, *, quiet: bool = False) -> JobReport:
+def run(config: JobConfig, *, say: Say = lambda m: None) -> HostReport:
     reason = None if config.simulated else available()
     if reason is None and not config.simulated:
-        return _run_hardware(config, quiet)
-    return _run_simulated(config, quiet, reason or "requested")
+        return _on_hardware(config, say)
+    return _simulated(config, say, reason or "requested")
 
 
-def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
-    evo = EvolutionConfig(population=config.population, generations=config.generations, seed=config.seed,
-                          patience=config.patience, local_search=config.local_search)
-    return infer(oracle, config.ports, evo, instructions=list(schemes), r_max=r_max, workers=config.workers,
-                 checkpoint=config.checkpoint, progress=None if quiet else stderr_progress)
+def _stage(seconds: dict[str, float], name: str, t0: float) -> float:
+    now = time.monotonic()
+    seconds[name] = round(now - t0, 1)
+    return now
 
 
-def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> dict[str, dict]:
-    out = {}
-    for name, vals in preds.items():
-        pairs = [(p, m) for p, m in zip(vals, measured) if p is not None and p > 0 and m == m]
-        if len(pairs) >= 3:
-            acc = accuracy([p for p, _ in pairs], [m for _, m in pairs])
-            out[name] = acc.to_json()
-    return out
+def _inference_experiments(state: Path) -> set[Experiment]:
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {Experiment(c) for c, _ in data.get("measurements", [])}
 
 
-def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
-    t0 = time.monotonic()
+def _on_hardware(config: JobConfig, say: Say) -> HostReport:
+    t0 = t = time.monotonic()
     seconds: dict[str, float] = {}
+    notes: list[str] = []
+    cpu = host_cpu()
+    catalogue = load_catalogue()
+    names = list(config.schemes) if config.schemes else profiles.choose(catalogue, config.profile)
+    catalogue.require(names)
+    work = Path(config.workdir) if config.workdir else default_workdir(cpu, config.profile)
+    work.mkdir(parents=True, exist_ok=True)
+    say(f"measuring on {cpu.describe()}: {len(names)} schemes ({config.profile} profile), state in {work}")
     done = [0]
 
     def progress(idx: int, e: Experiment) -> None:
         done[0] += 1
-        if done[0] % 250 == 0:
-            _say(f"measured {done[0]} experiments ({time.monotonic() - t0:.0f} s)", quiet)
+        if done[0] % 500 == 0:
+            say(f"  {done[0]} experiments measured ({time.monotonic() - t0:.0f} s)")
 
-    hw = HardwareOracle(list(config.schemes), HarnessSettings(), progress=progress)
-    store_path = str(config.store or default_store())
-    store = MeasurementStore(store_path)
-    oracle = StoredOracle(hw, store)
-    cpu = host_cpu()
-    _say(f"measuring {len(config.schemes)} schemes on {cpu.describe()} (store {store_path})", quiet)
+    hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
+    store = MeasurementStore(work / "measurements.sqlite")
+    oracle = StoredOracle(hw, store, on_error="nan")
     try:
-        singles = dict(zip(config.schemes, oracle.measure([Experiment({s: 1}) for s in config.schemes])))
-        fast = sorted((s for s in config.schemes if singles[s] < 0.9), key=singles.get)[:8]
-        peak = detect_peak_ipc(oracle, singles, fast, starts=3, max_size=12)
-        _say(f"{peak}", quiet)
-        seconds["singles+peak"] = time.monotonic() - t0
-        t1 = time.monotonic()
-        result = _infer(oracle, config.schemes, peak.ipc, config, quiet)
-        seconds["pmevo (measure+infer)"] = time.monotonic() - t1
-        t2 = time.monotonic()
-        held = held_out_experiments(config.schemes, config.held_out, config.seed + 1)
+        singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
+        bad = [n for n, v in singles.items() if not (v == v and v > 0)]
+        if bad:
+            notes.append(f"{len(bad)} scheme(s) could not be measured and are left out (e.g. {', '.join(bad[:4])})")
+        names = [n for n in names if n not in set(bad)]
+        t = _stage(seconds, "singletons", t)
+        state = work / f"{config.method}-state.json"
+        result, mapping, r_max = _infer(oracle, names, catalogue, config, state, say)
+        t = _stage(seconds, "inference", t)
+        mapped = sorted(mapping.uops) if mapping else []
+        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, _inference_experiments(state))
         measured = oracle.measure(held)
-        seconds["held-out measurement"] = time.monotonic() - t2
+        t = _stage(seconds, "held-out measurement", t)
+        preds: dict[str, list[float | None]] = {
+            f"pmsolve ({config.method})": [float(x) for x in evaluate_many(mapping, held, r_max=r_max)]}
+        models = comparison_models(config, cpu)
+        preds.update(tool_predictions(catalogue, held, models, notes))
+        t = _stage(seconds, "llvm-mca and OSACA", t)
+        if config.compare_pmevo and config.method != "pmevo":
+            pm = _pmevo(oracle, mapped, r_max, config, work, say)
+            preds["PMEvo"] = [float(x) for x in evaluate_many(pm, held, r_max=r_max)]
+            t = _stage(seconds, "PMEvo", t)
     finally:
         hw.close()
-    t3 = time.monotonic()
-    blocks = [_block(hw.catalogue, e) for e in held]
-    mca, osa = comparison_models(config, cpu.microarchitecture)
-    preds: dict[str, list[float | None]] = {
-        "pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)]}
-    notes = []
-    if mca.model:
-        preds[mca.label()] = llvm_mca_predict(blocks, mca.model)
-    if osa.model:
-        osaca, osaca_errors = osaca_predict(blocks, osa.model)
-        preds[osa.label()] = osaca
-        if osaca_errors:
-            notes.append(f"OSACA could not predict {len(osaca_errors)} held-out experiment(s), left out of its "
-                         f"accuracy (e.g. {osaca_errors[0]})")
-    for choice in (mca, osa):
-        notes.append(f"{choice.label()}: {choice.why}" + ("" if choice.own or not choice.model else " (fallback)"))
-    seconds["predictors"] = time.monotonic() - t3
-    seconds["total"] = time.monotonic() - t0
-    notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}")
-    noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
-    notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {HarnessSettings().noise_tolerance:.0%}")
-    ref = reference_singles(cpu.microarchitecture)
-    reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}
-                 if ref else None)
-    return JobReport(f"{cpu.describe()} (hardware)", result.mapping, singles, peak.ipc, str(peak.experiment), held,
-                     measured, preds, _accuracy(preds, measured), seconds, result.table(), notes, cpu=cpu.to_json(),
-                     models=[mca.to_json(), osa.to_json()], reference=reference)
+    seconds["total"] = round(time.monotonic() - t0, 1)
+    notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from the store "
+                    f"({work / 'measurements.sqlite'})")
+    failed = sum(1 for m in measured if not (m == m))
+    if failed:
+        notes.append(f"{failed} held-out experiment(s) could not be measured and are not scored")
+    return HostReport(f"{cpu.describe()} (hardware)", config, cpu, mapping, r_max, result, singles, held, measured,
+                      preds, list(models), seconds, notes)
 
 
-def _run_simulated(config: JobConfig, quiet: bool, reason: str) -> JobReport:
-    _say(f"no hardware measurement ({reason}): running the simulated example (bundled Zen+ mapping, "
-         "1 % noise, R_max 5)", quiet)
+def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, say: Say):
+    """(explain result or None, mapping, R_max) by the configured method."""
+    if config.method == "pmevo":
+        from pmsolve.harness.peak import detect_peak_ipc
+
+        singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
+        r_max = detect_peak_ipc(oracle, singles).ipc
+        return None, _pmevo(oracle, names, r_max, config, state.parent, say), r_max
+    options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
+                             rep_order=profiles.representative_order(catalogue, names) if catalogue else ())
+    result = explain(oracle, options, state=state, progress=lambda m: say("  " + m))
+    if result.mapping is None:
+        raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))
+    return result, result.mapping, result.summary["r_max"]
+
+
+def _pmevo(oracle, names: list[str], r_max: float | None, config: JobConfig, work: Path, say: Say) -> PortMapping:
+    """PMEvo (ch. 5) on the same schemes, for comparison, within the configured minutes."""
+    from pmsolve.infer.pmevo import EvolutionConfig, infer
+
+    evo = EvolutionConfig(seed=config.seed, population=200, generations=400, mutation=0.3, local_search=10,
+                          memetic_every=2, port_sweeps=6, port_top=3, init_uops=2,
+                          time_limit=60 * config.pmevo_minutes)
+    say(f"  PMEvo on the {len(names)} mapped schemes ({config.pmevo_minutes:g} min of evolution)")
+    return infer(oracle, 10, evo, instructions=list(names), r_max=r_max, workers=1,
+                 checkpoint=str(work / "pmevo-checkpoint")).mapping
+
+
+def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:
+    say(f"no hardware measurement ({reason}): the job runs on a simulated Zen-like machine "
+        "(10 ports, R_max 5, 1 % noise, no µop counter)")
     t0 = time.monotonic()
-    truth = example_mapping()
+    truth = zen_like(config.seed)
     oracle = SimulatedOracle(truth, r_max=5, noise=0.01, seed=config.seed)
-    schemes = list(truth.instructions)
-    singles = dict(zip(schemes, oracle.measure([Experiment({s: 1}) for s in schemes])))
-    peak = detect_peak_ipc(oracle, singles)
-    result = _infer(oracle, schemes, peak.ipc, config, quiet)
-    held = held_out_experiments(schemes, config.held_out, config.seed + 1)
+    names = list(truth.instructions)
+    singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
+    result = explain(oracle, ExplainOptions(epsilon=0.03, runs=config.runs), progress=lambda m: say("  " + m))
+    mapping, r_max = result.mapping, result.summary["r_max"]
+    held = held_out_experiments(sorted(mapping.uops), config.held_out, config.seed + 7919)
     measured = oracle.measure(held)
-    preds = {"pmsolve (PMEvo)": [float(x) for x in evaluate_many(result.mapping, held, r_max=peak.ipc)],
+    preds = {"pmsolve (explain)": [float(x) for x in evaluate_many(mapping, held, r_max=r_max)],
              "ground truth": [float(x) for x in evaluate_many(truth, held, r_max=5)]}
-    return JobReport("simulated Zen+ example", result.mapping, singles, peak.ipc, str(peak.experiment), held,
-                     measured, preds, _accuracy(preds, measured), {"total": time.monotonic() - t0},
-                     result.table(), [f"simulated because: {reason}"])
+    return HostReport("simulated Zen-like machine", config, None, mapping, r_max, result, singles, held, measured,
+                      preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"])
 
 
-def render(report: JobReport) -> str:
-    lines = [f"machine: {report.machine}", "", report.pmevo_table, ""]
-    lines.append(f"peak IPC (R_max): {report.peak_ipc:.2f}  ({report.peak_experiment})")
-    ref = report.reference
-    known = [(s, v, ref["values"][s]) for s, v in report.singles.items() if ref and s in ref["values"]]
-    if known:
-        lines += ["", f"singles vs published values for this microarchitecture (cycles per instruction; "
-                      f"{ref['source'].split(';')[0]}):"]
-        lines += [f"  {s:<26} {v:7.3f}   published {k:5.3f}   {100 * (v - k) / k:+5.1f} %" for s, v, k in known]
-    elif report.cpu is not None:
-        lines += ["", "no published singles are shipped for this microarchitecture"]
-    lines += ["", f"held-out: {len(report.held_out)} measured 4-5-instruction experiments"]
-    lines.append(f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'Pearson':>8}")
-    for name, acc in report.accuracy.items():
-        lines.append(f"  {name:<28} {100 * acc['mape']:7.1f}% {acc['kendall_tau_b']:10.3f} {acc['pearson']:8.3f}")
+def render(report: HostReport) -> str:
+    """The plain-text report."""
+    doc = report.to_json()
+    acc = doc["accuracy"]
+    lines = [f"machine: {report.machine}",
+             f"profile {report.config.profile}, method {report.config.method}: {len(doc['schemes'])} schemes mapped "
+             f"on {doc['ports']} ports (front end {doc['r_max']} instructions/cycle), "
+             f"{sum(len(v) for v in doc['misfits'].values())} misfits"
+             + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
+    lines += ["", f"held-out: {acc['held_out']} measured 4-5-instruction experiments, {acc['common']} covered by "
+                  "every predictor",
+              f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'covered':>9} {'own MAPE':>9}"]
+    for r in acc["predictors"]:
+        c, own = r["common"] or {}, r["own"] or {}
+        lines.append(f"  {r['name']:<28} {_pct(c.get('mape'))} {_fmt(c.get('kendall_tau_b'), 10)} "
+                     f"{r['covered']:>5}/{acc['held_out']:<3} {_pct(own.get('mape'))}")
+    ref = doc["singles_reference"]
+    if ref and ref["values"]:
+        lines += ["", f"singles vs published values ({ref['source'].split(';')[0]}):"]
+        for s, v in ref["values"].items():
+            got = doc["singles"].get(s)
+            if got:
+                lines.append(f"  {s:<26} {got:7.3f}   published {v:5.3f}   {100 * (got - v) / v:+5.1f} %")
     lines += ["", "time: " + ", ".join(f"{k} {v:.0f} s" for k, v in report.seconds.items())]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return f"{100 * x:7.1f}%" if x is not None and not math.isnan(x) else f"{'–':>8}"
+
+
+def _fmt(x: float | None, width: int) -> str:
+    return f"{x:{width}.3f}" if x is not None and not math.isnan(x) else f"{'–':>{width}}"

@@ -1,0 +1,161 @@
+"""The main job's static HTML report, in the spirit of uops.info's tables.
+
+One self-contained page, rendered from the job's JSON document (:meth:`HostReport.to_json`), no
+scripts, every text escaped:
+
+* the CPU, the profile, the comparison models (and whether each is a fallback), wall time;
+* the accuracy table: every predictor on the held-out experiments all of them cover, and each
+  one's coverage;
+* a picture of the ports: one row per µop kind (port set) with the number of schemes that use
+  it, one column per port;
+* one row per scheme: measured tp⁻¹, port usage, µop count, confidence, and its witnesses
+  (expandable);
+* the misfits by category, each with its experiments.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left;vertical-align:top}
+th{background:#eee}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.on{background:#4a7}
+td.off{background:#f7f7f7}
+.best{font-weight:bold}
+details summary{cursor:pointer}
+code{font-size:12px}
+.muted{color:#777}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _exp(e: dict[str, int]) -> str:
+    return ", ".join(f"{n}×{c}" if c != 1 else n for n, c in e.items())
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _uops(uops: list[dict[str, Any]]) -> str:
+    return " + ".join(f"{u['count']}×[{','.join(u['ports'])}]" for u in uops) or "–"
+
+
+def _witness(w: dict[str, Any]) -> str:
+    text = f"{w['kind']}: <code>{_e(_exp(w['experiment']))}</code> measured {_num(w.get('measured'))}"
+    if w.get("modelled") is not None:
+        text += f", modelled {_num(w['modelled'])}"
+    if w.get("baseline"):
+        text += (f"; baseline <code>{_e(_exp(w['baseline']))}</code> measured {_num(w.get('measured_baseline'))}"
+                 f", modelled {_num(w.get('modelled_baseline'))}")
+    if w.get("non_evading") is not None:
+        text += f"; non-evading µops on [{_e(','.join(w.get('ports', [])))}] = {_num(w['non_evading'], 2)}"
+    return text
+
+
+def _accuracy(acc: dict[str, Any]) -> list[str]:
+    rows = acc.get("predictors", [])
+    if not rows:
+        return ["<p class='muted'>no held-out experiments were scored</p>"]
+    best = min((r["common"]["mape"] for r in rows if r.get("common")), default=None)
+    out = [f"<p>{acc['held_out']} held-out 4–5-instruction experiments of mapped schemes, none used for "
+           f"inference; {acc['common']} covered by every predictor (the first columns).</p>",
+           "<table id='accuracy'><tr><th>predictor</th><th>MAPE (common)</th><th>Kendall τ (common)</th>"
+           "<th>covered</th><th>MAPE (own coverage)</th><th>Kendall τ (own)</th><th>model</th></tr>"]
+    for r in rows:
+        c = r.get("common") or {}
+        cls = " class='num best'" if c and c.get("mape") == best else " class='num'"
+        own = r.get("own") or {}
+        out.append(f"<tr><td>{_e(r['name'])}</td><td{cls}>{_num(100 * c['mape'], 1) + ' %' if c else '–'}</td>"
+                   f"<td class='num'>{_num(c.get('kendall_tau_b'))}</td>"
+                   f"<td class='num'>{r['covered']}/{acc['held_out']}</td>"
+                   f"<td class='num'>{_num(100 * own['mape'], 1) + ' %' if own else '–'}</td>"
+                   f"<td class='num'>{_num(own.get('kendall_tau_b'))}</td><td>{_e(r.get('model', ''))}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]:
+    kinds: Counter[tuple[str, ...]] = Counter()
+    for s in schemes:
+        for u in s.get("uops", []):
+            kinds[tuple(u["ports"])] += 1
+    if not kinds:
+        return ["<p class='muted'>no mapped schemes</p>"]
+    out = ["<table id='ports'><tr><th>µop kind</th>" + "".join(f"<th>{_e(p)}</th>" for p in ports)
+           + "<th>schemes</th></tr>"]
+    for kind, n in sorted(kinds.items(), key=lambda kv: (len(kv[0]), kv[0])):
+        cells = "".join(f"<td class='{'on' if p in kind else 'off'}'></td>" for p in ports)
+        out.append(f"<tr><td>[{_e(','.join(kind))}]</td>{cells}<td class='num'>{n}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    """The report page for a job document."""
+    cpu = doc.get("cpu") or {}
+    title = f"pmsolve: port mapping of {doc.get('machine', 'this CPU')}"
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{_e(title)}</title>",
+           f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
+           f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
+           f"{_e(doc.get('ports', '?'))} ports inferred, front end {_e(doc.get('r_max'))} instructions per cycle; "
+           f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
+           f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits; "
+           f"{_num(doc.get('seconds', {}).get('total'), 0)} s.</p>"]
+    if cpu:
+        out.append(f"<p class='muted'>{_e(cpu.get('description', ''))}; vendor {_e(cpu.get('vendor'))}, "
+                   f"stepping {_e(cpu.get('stepping'))}</p>")
+    for m in doc.get("models", []):
+        out.append(f"<p class='muted'>{_e(m['tool'])} {_e(m.get('version') or '')}: "
+                   f"{_e(m.get('model') or 'none')} — {_e(m['why'])}{' (fallback)' if m.get('fallback') and m.get('model') else ''}</p>")
+    out.append("<h2>Accuracy on held-out experiments</h2>")
+    out += _accuracy(doc.get("accuracy", {}))
+    out.append("<h2>Ports and the µop kinds that use them</h2>")
+    out += _ports_picture(doc.get("schemes", []), [str(p) for p in doc.get("port_names", [])])
+    out.append("<h2>Schemes</h2><table id='schemes'><tr><th>scheme</th><th>tp⁻¹ measured</th><th>port usage</th>"
+               "<th>µops</th><th>confidence</th><th>witnesses</th></tr>")
+    for s in doc.get("schemes", []):
+        ws = [w for u in s.get("uops", []) for w in u.get("witnesses", [])]
+        wit = ("<details><summary>" + _e(f"{len(ws)} experiment(s)") + "</summary><ul>"
+               + "".join(f"<li>{_witness(w)}</li>" for w in ws) + "</ul></details>") if ws else "–"
+        out.append(f"<tr class='scheme'><td><code>{_e(s['scheme'])}</code></td><td class='num'>{_num(s.get('tp'))}</td>"
+                   f"<td>{_e(_uops(s.get('uops', [])))}</td>"
+                   f"<td class='num'>{sum(u['count'] for u in s.get('uops', []))}</td>"
+                   f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
+    out.append("</table>")
+    out.append("<h2>Misfits</h2>")
+    for category, items in doc.get("misfits", {}).items():
+        out.append(f"<details class='misfit-category'><summary>{_e(category)}: {len(items)}</summary><ul>")
+        for m in items:
+            exps = "; ".join(f"<code>{_e(_exp(x['experiment']))}</code> = {_num(x['measured'])}"
+                             for x in m.get("experiments", [])[:6])
+            out.append(f"<li class='misfit'><code>{_e(m['scheme'])}</code>: {_e(m['reason'])}"
+                       + (f"<br><span class='muted'>{exps}</span>" if exps else "") + "</li>")
+        out.append("</ul></details>")
+    ref = doc.get("singles_reference")
+    if ref:
+        out.append("<h2>Singles against published values</h2><p class='muted'>" + _e(ref["source"]) + "</p>"
+                   "<table id='singles'><tr><th>scheme</th><th>measured</th><th>published</th><th>Δ</th></tr>")
+        for name, v in ref["values"].items():
+            got = doc.get("singles", {}).get(name)
+            delta = f"{100 * (got - v) / v:+.1f} %" if got else "–"
+            out.append(f"<tr><td><code>{_e(name)}</code></td><td class='num'>{_num(got)}</td>"
+                       f"<td class='num'>{_num(v)}</td><td class='num'>{delta}</td></tr>")
+        out.append("</table>")
+    if doc.get("seconds"):
+        out.append("<h2>Time per stage</h2><table id='stages'>" + "".join(
+            f"<tr><td>{_e(k)}</td><td class='num'>{_num(v, 1)} s</td></tr>" for k, v in doc["seconds"].items())
+            + "</table>")
+    for n in doc.get("notes", []):
+        out.append(f"<p class='muted'>note: {_e(n)}</p>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
