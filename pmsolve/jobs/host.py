@@ -183,13 +183,20 @@ def run(config: JobConfig, *, quiet: bool = False) -> JobReport:
     return _run_simulated(config, quiet, reason or "requested")
 
 
-def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
-    from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress
+def _progress(event) -> None:
+    print(event, file=sys.stderr, flush=True)
 
-    evo = EvolutionConfig(population=config.population, generations=config.generations, seed=config.seed,
-                          patience=config.patience, local_search=config.local_search)
-    return infer(oracle, config.ports, evo, instructions=list(schemes), r_max=r_max, workers=config.workers,
-                 checkpoint=config.checkpoint, progress=None if quiet else stderr_progress)
+
+def _infer(oracle, schemes, r_max, config: JobConfig, quiet: bool):
+    from pmsolve.infer.pmevo import PmevoOptions, infer
+
+    # the job's own configuration (the paper's algorithm with a light volume weight, a generation
+    # cap and patience); its held-out experiments are the check on unseen experiments
+    options = PmevoOptions(ports=config.ports, instructions=list(schemes), preset="paper", volume_weight=0.01,
+                           budget_seconds=None, population=config.population, generations=config.generations,
+                           seed=config.seed, patience=config.patience, local_search=config.local_search,
+                           r_max=r_max, workers=config.workers, check_experiments=0)
+    return infer(oracle, options, state=config.checkpoint, progress=None if quiet else _progress)
 
 
 def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> dict[str, dict]:
@@ -207,7 +214,7 @@ def _accuracy(preds: dict[str, list[float | None]], measured: list[float]) -> di
 def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     from pmsolve.harness.hardware import HardwareOracle, Settings
     from pmsolve.harness.peak import detect_peak_ipc
-    from pmsolve.harness.store import MeasurementStore, StoredOracle
+    from pmsolve.harness.cache import CachingOracle
     from pmsolve.throughput import evaluate_many
 
     t0 = time.monotonic()
@@ -221,8 +228,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
 
     hw = HardwareOracle(list(config.schemes), Settings(), progress=progress)
     store_path = str(config.store or default_store())
-    store = MeasurementStore(store_path)
-    oracle = StoredOracle(hw, store)
+    oracle = CachingOracle.in_sqlite(hw, store_path)
     cpu = host_cpu()
     _say(f"measuring {len(config.schemes)} schemes on {cpu.describe()} (store {store_path})", quiet)
     try:
@@ -259,7 +265,7 @@ def _run_hardware(config: JobConfig, quiet: bool) -> JobReport:
     seconds["predictors"] = time.monotonic() - t3
     seconds["total"] = time.monotonic() - t0
     notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from {store_path}")
-    noisy = [r for r in store.rows(oracle.machine, oracle.settings) if r.noisy]
+    noisy = [r for r in oracle.store.all() if r.noisy]
     notes.append(f"{len(noisy)} stored experiment(s) kept a spread above {Settings().noise_tolerance:.0%}")
     ref = reference_singles(cpu.microarchitecture)
     reference = ({"source": ref.source, "values": {s: v for s, v in ref.values.items() if s in singles}}

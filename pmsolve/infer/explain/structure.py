@@ -268,17 +268,17 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
     return {"component": cid, "instructions": comp, "ports": len(res.mapping.ports), "proof": res.proof,
             "multiplicities": dict(mult), "cegis_runs": runs, "dropped": None, "mapping": res.mapping,
             "measurements": [[dict(e.items()), float(t)] for e, t in res.measurements],
-            "added_experiments": res.added_experiments}
+            "added_experiments": len(res.added_experiments)}
 
 
-def _cegis_options(comp: list[str], size: dict[str, int], mult: dict[str, int], extra: list[Experiment],
-                   r_max: float | None, o: ExplainOptions, **kw: Any) -> CegisOptions:
+def _cegis_options(ports: list[str], comp: list[str], size: dict[str, int], mult: dict[str, int],
+                   extra: list[Experiment], r_max: float | None, o: ExplainOptions, **kw: Any) -> CegisOptions:
     counts = {i: mult.get(i, 1) for i in comp}
     sizes = {i: [size[i] * counts[i]] * counts[i] for i in comp}
     shared = tuple(((i, 1), (i, r)) for i in comp for r in range(2, counts[i] + 1))
-    return CegisOptions(kind="fixed-counts", uops_per_insn=counts, port_set_sizes=sizes, shared_uops=shared,
-                        epsilon=o.cegis_epsilon, r_max=r_max, extra_initial=tuple(extra), backend=o.backend,
-                        timeout=o.timeout, **kw)
+    return CegisOptions(ports=ports, instructions=comp, kind="fixed-counts", uops_per_insn=counts,
+                        port_set_sizes=sizes, shared_uops=shared, noise_epsilon=o.cegis_epsilon, r_max=r_max,
+                        extra_initial=tuple(extra), backend=o.backend, timeout=o.timeout, check_experiments=0, **kw)
 
 
 def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dict[str, int],
@@ -287,9 +287,10 @@ def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dic
     many ports as their sets have together)? Then more ports cannot help. A small solver call."""
     insns = sorted(i for i in core.instructions if i in size)
     width = sum(size[i] * mult.get(i, 1) for i in insns)
-    opts = _cegis_options(insns, size, mult, [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
+    opts = _cegis_options([f"q{k}" for k in range(width)], insns, size, mult,
+                          [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
                           initial="none", max_iterations=0)
-    res = infer(oracle, [f"q{k}" for k in range(width)], opts, instructions=insns, state=None)
+    res = infer(oracle, opts)
     return res.status == "inconsistent"
 
 
@@ -303,8 +304,7 @@ def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], m
     core = None
     runs = 0
     for p in range(lo, hi + 1):
-        res = infer(oracle, [f"c{cid}p{k}" for k in range(p)], _cegis_options(comp, size, mult, extra, r_max, o),
-                    instructions=comp, state=None)
+        res = infer(oracle, _cegis_options([f"c{cid}p{k}" for k in range(p)], comp, size, mult, extra, r_max, o))
         runs += 1
         if res.status == "inferred" and res.mapping is not None:
             progress(f"  component {cid} ({len(comp)} instruction(s)): {p} ports; {res.proof}")
