@@ -39,7 +39,8 @@ def port_names(ports: int | Sequence[str], who: str) -> tuple[str, ...]:
 def unseen_experiments(instructions: Sequence[str], used: Collection[Experiment], count: int,
                        sizes: tuple[int, int] = (3, 5), seed: int = 0) -> list[Experiment]:
     """Up to ``count`` distinct random experiments of ``sizes`` instructions (drawn with a
-    generator keyed by ``seed``) that are not in ``used``."""
+    generator keyed by ``seed``) that are not in ``used``; when few instructions leave too few
+    such experiments (the inference used them all), up to three instructions longer."""
     lo, hi = sizes
     if count < 0 or not 1 <= lo <= hi:
         raise ValidationError(f"check on unseen experiments: need count ≥ 0 and 1 ≤ min ≤ max size, "
@@ -47,12 +48,13 @@ def unseen_experiments(instructions: Sequence[str], used: Collection[Experiment]
     rng = random.Random(f"pmsolve-unseen-{seed}")
     insns = list(instructions)
     out: list[Experiment] = []
-    for _ in range(50 * count):
-        if len(out) >= count or not insns:
-            break
-        e = Experiment([(rng.choice(insns), 1) for _ in range(rng.randint(lo, hi))])
-        if e not in used and e not in out:
-            out.append(e)
+    for top in (hi, hi + 3):
+        for _ in range(50 * count):
+            if len(out) >= count or not insns:
+                return out
+            e = Experiment([(rng.choice(insns), 1) for _ in range(rng.randint(lo, top))])
+            if e not in used and e not in out:
+                out.append(e)
     return out
 
 
