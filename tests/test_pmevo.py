@@ -144,6 +144,7 @@ def test_recovers_a_small_ground_truth():
     rand = random_experiments(TRUTH, 300)
     np.testing.assert_allclose(evaluate_many(result.mapping, rand), evaluate_many(TRUTH, rand), rtol=1e-9)
     assert "add" in result.table() and "sub" in result.table()
+    assert result.unseen.ok and result.unseen.mape < 1e-9 and len(result.unseen.experiments) == 8
 
 
 def random_two_level_truth(seed: int, n_ports: int = 4, n_insns: int = 6) -> PortMapping:
@@ -458,11 +459,12 @@ def test_port_search_keeps_a_uop_for_every_scheme_on_two_ports():
 
 def test_too_few_ports_is_caught_on_unseen_experiments():
     result = infer(SimulatedOracle(TRUTH), options(ports=2, population=60, generations=10, seed=1))
-    assert not result.unseen.ok and "too few ports" in result.unseen.cause
+    assert not result.unseen.ok and result.unseen.mape > 0.1 and result.unseen.mismatches
+    assert "does not fit its own measurements" in result.unseen.cause and "`ports`" in result.unseen.cause
     for m in result.unseen.mismatches:
         assert m.experiment not in result.measurements
         assert m.measured == pytest.approx(float(evaluate_many(TRUTH, [m.experiment])[0]))
-        assert abs(m.predicted - m.measured) > 0.2 * m.measured
+        assert abs(m.predicted - m.measured) > 0.1 * m.measured
 
 
 def test_restart_progress_names_the_run():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsolve.errors import PmsolveError, ValidationError
@@ -75,42 +75,48 @@ class UnseenCheck:
     """The result of checking an inferred mapping on experiments the inference did not use.
 
     ``experiments`` are (experiment, measured, predicted) triples; ``mismatches`` those beyond
-    ``tolerance`` (described in words); ``skipped`` says why nothing was checked (e.g. a
-    recorded oracle cannot measure new experiments). ``ok`` is false only when a mismatch was
-    found: then :meth:`describe` names the experiments and the likely cause."""
+    ``tolerance`` (in words); ``ok`` is the verdict (CEGIS: no mismatch; PMEvo, an approximate
+    fit: a mean relative error within its tolerance); ``skipped`` says why nothing was checked
+    (e.g. a recorded oracle cannot measure new experiments). When not ``ok``, :meth:`describe`
+    names the experiments and the likely ``cause``."""
 
     experiments: tuple[tuple[Experiment, float, float], ...]
     tolerance: str
     mismatches: tuple[Mismatch, ...] = ()
+    ok: bool = True
     cause: str = ""
     skipped: str = ""
 
     @property
-    def ok(self) -> bool:
-        return not self.mismatches
+    def mape(self) -> float:
+        """Mean relative error of the predictions on the unseen experiments (a fraction)."""
+        rows = [(m, p) for _, m, p in self.experiments if m > 0]
+        return sum(abs(p - m) / m for m, p in rows) / len(rows) if rows else 0.0
 
     def summary(self) -> str:
         """A short line for progress displays."""
         if self.skipped:
             return f"not checked on unseen experiments ({self.skipped})"
-        found = f"{len(self.mismatches)} MISMATCH(ES)" if self.mismatches else "all within the tolerance"
-        return f"checked on {len(self.experiments)} unseen experiment(s): {found}"
+        verdict = "within the tolerance" if self.ok else "WRONG (see the result)"
+        return f"checked on {len(self.experiments)} unseen experiment(s): {verdict}"
 
     def describe(self, names: Mapping[str, str] | None = None) -> str:
         """One paragraph; ``names`` renames the library's option names in the advice (the
         command line passes its flags)."""
         if self.skipped:
             return f"not checked on unseen experiments: {self.skipped}"
+        mape = f"MAPE {100 * self.mape:.1f} %"
         if self.ok:
-            return (f"checked on {len(self.experiments)} unseen experiment(s): all within {self.tolerance}")
+            return f"checked on {len(self.experiments)} unseen experiment(s): within {self.tolerance} ({mape})"
         shown = "; ".join(m.describe() for m in self.mismatches[:4])
         more = f" and {len(self.mismatches) - 4} more" if len(self.mismatches) > 4 else ""
         return (f"WARNING: the mapping is wrong on {len(self.mismatches)} of {len(self.experiments)} unseen "
-                f"experiment(s) (beyond {self.tolerance}): {shown}{more}. Likely cause: "
+                f"experiment(s) (beyond {self.tolerance}; {mape}): {shown}{more}. Likely cause: "
                 f"{rename_options(self.cause, names)}")
 
     def as_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "tolerance": self.tolerance, "skipped": self.skipped or None, "cause": self.cause or None,
+        return {"ok": self.ok, "tolerance": self.tolerance, "mape": self.mape, "skipped": self.skipped or None,
+                "cause": self.cause or None,
                 "experiments": [{"experiment": dict(e.items()), "measured": m, "predicted": p}
                                 for e, m, p in self.experiments],
                 "mismatches": [str(m.experiment) for m in self.mismatches]}
@@ -126,10 +132,12 @@ def rename_options(text: str, names: Mapping[str, str] | None) -> str:
 def check_unseen(oracle: Any, mapping: PortMapping, instructions: Sequence[str], used: Collection[Experiment], *,
                  count: int, seed: int, r_max: float | None, within: Callable[[Experiment, float, float], bool],
                  tolerance: str, causes: Callable[[list[Mismatch]], str],
+                 verdict: Callable[[list[Mismatch], UnseenCheck], bool] | None = None,
                  sizes: tuple[int, int] = (3, 5)) -> UnseenCheck | None:
     """Measure up to ``count`` unseen experiments and compare them with ``mapping``'s
-    predictions; ``within(e, measured, predicted)`` accepts a pair, ``causes(mismatches)``
-    explains a failure. None when ``count`` is 0."""
+    predictions: ``within(e, measured, predicted)`` accepts one, ``verdict(mismatches, check)``
+    judges them all (default: no mismatch), ``causes(mismatches)`` explains a failure. None
+    when ``count`` is 0."""
     if count <= 0:
         return None
     exps = unseen_experiments(instructions, used, count, sizes, seed)
@@ -142,7 +150,9 @@ def check_unseen(oracle: Any, mapping: PortMapping, instructions: Sequence[str],
     predicted = [float(v) for v in batch_inverse_throughput([(mapping, e) for e in exps], r_max)]
     rows = tuple(zip(exps, measured, predicted))
     bad = [Mismatch(e, m, p) for e, m, p in rows if not (m == m and within(e, m, p))]
-    return UnseenCheck(rows, tolerance, tuple(bad), causes(bad) if bad else "")
+    check = UnseenCheck(rows, tolerance, tuple(bad))
+    ok = verdict(bad, check) if verdict is not None else not bad
+    return replace(check, ok=ok, cause="" if ok else causes(bad))
 
 
 def likely_cause(mismatches: Sequence[Mismatch], ports: int, noise: str) -> str:
