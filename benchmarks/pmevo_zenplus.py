@@ -6,18 +6,21 @@ multi-µop ones, with 10 ports and R_max 5. PMEvo infers a mapping from the orac
 MAPE, Pearson and Kendall τ-b against the ground truth on random 5-instruction experiments,
 wall time, and how the structure compares (µops per instruction, port sets up to renaming).
 
-Extensions beyond the paper, all options (defaults stay the paper's algorithm):
-``--training N`` adds N random 3-5-scheme experiments to the fitness (a generator keyed by
-the seed, disjoint from the test set; the script prints how many test experiments were also
-measured for training: 0 in every run), with a congruence check that splits class members the
-pairs could not tell apart; ``--init-uops 2`` caps µop kinds per scheme in the initial
-mappings; port-set local search with compound moves (a µop's set and count together, adding
-one, collapsing a scheme into one µop): ``--port-sweeps`` at the end, memetic
-``--memetic-every``/``--port-top`` during the evolution.
+The flags are those of ``pmsolve infer pmevo``: the library's defaults (preset "best", a time
+budget ``--minutes``) unless given; ``--preset paper`` is the PLDI'20 algorithm. The best preset
+is the configuration these runs found best: training 5000 random 3-5-scheme experiments (a
+generator keyed by the seed, disjoint from the test set; the script prints how many test
+experiments were also measured for training: 0 in every run), with a congruence check that
+splits class members the pairs could not tell apart; at most 2 µop kinds per scheme in the
+initial mappings; mutation 0.3, population 200; port-set local search with compound moves (a
+µop's set and count together, adding one, collapsing a scheme into one µop) every 2 generations
+on the top 3, and 6 final sweeps after local search from the 10 best.
 
-Measured with compound moves (300 schemes, 10 ports, R_max 5, 57 congruence classes, training
-5000, init-uops 2, mutation 0.3, population 200, 1 worker each, two runs side by side on the
-2 cores, load 2):
+Measured before the time budget replaced the generation count (300 schemes, 10 ports, R_max 5,
+57 congruence classes, 1 worker each, two runs side by side on the 2 cores, load 2), with the
+flags ``--population 200 --mutation 0.3 --memetic-every 2 --port-top 3 --port-sweeps 6
+--local-search 10 --training 5000 --init-uops 2 --generations 400`` and a 20-minute evolution
+(today: the best preset, ``--minutes 23.5``, whose evolution gets 85 % of the budget):
 
   A  memetic every 2 (top 3), 20 min evolution, 6 final sweeps, seed 1:
        MAPE 3.83 %  Pearson 0.9935  τ 0.944  22.7 min  (training D_avg 3.84 %)
@@ -39,15 +42,14 @@ mapping alone reach 2.9 % training error in six passes. Pairs only, population 5
 in 26.9 min; the paper's algorithm (population 1000, no mutation, no port search): 26.8 % in
 19.2 min.
 
-    python benchmarks/pmevo_zenplus.py --population 200 --workers 1 --mutation 0.3 \
-        --memetic-every 2 --port-top 3 --port-sweeps 6 --local-search 10 --evolve-minutes 20 \
-        --training 5000 --init-uops 2 --generations 400 --out result.json
+    python benchmarks/pmevo_zenplus.py --minutes 23.5 --workers 1 --out result.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -61,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from pmsolve.formats import mapping_from_json  # noqa: E402
 from pmsolve.harness import SimulatedOracle  # noqa: E402
 from pmsolve.infer.explain.compare import agreement  # noqa: E402
-from pmsolve.infer.pmevo import EvolutionConfig, infer, stderr_progress  # noqa: E402
+from pmsolve.infer.pmevo import PmevoOptions, infer  # noqa: E402
 from pmsolve.metrics import accuracy  # noqa: E402
 from pmsolve.model import Experiment, PortMapping  # noqa: E402
 from pmsolve.throughput import evaluate_many  # noqa: E402
@@ -106,32 +108,80 @@ def structure(truth: PortMapping, inferred: PortMapping) -> dict:
             "renaming": agree.renaming}
 
 
+def add_pmevo_arguments(ap: argparse.ArgumentParser, *, workers: int = 1) -> None:
+    """The knobs of :class:`~pmsolve.infer.pmevo.PmevoOptions` as ``pmsolve infer pmevo`` spells
+    them; an option not given keeps the library's default (its preset's value)."""
+    ap.add_argument("--minutes", type=float, default=None, help="time budget of the search (default: the library's)")
+    ap.add_argument("--preset", choices=("best", "paper"), default="best")
+    ap.add_argument("--generations", type=int, default=None, help="cap on the generations")
+    for flag, kind in (("--population", int), ("--mutation", float), ("--volume-weight", float),
+                       ("--local-search", int), ("--patience", int), ("--port-sweeps", int), ("--port-top", int),
+                       ("--memetic-every", int), ("--training", int), ("--init-uops", int), ("--restarts", int)):
+        ap.add_argument(flag, type=kind, default=None, help="default: the preset's")
+    ap.add_argument("--training-sizes", default="3-5", help="length range of the training experiments, MIN-MAX")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=workers)
+    ap.add_argument("--checkpoint", help="checkpoint folder (resume a killed run)")
+    ap.add_argument("--eval-experiments", type=int, default=5000)
+    ap.add_argument("--out", type=Path, help="write the inferred mapping and the figures here (JSON)")
+
+
+def options_from_args(args: argparse.Namespace, ports: int, r_max: float | None) -> PmevoOptions:
+    knobs = ("generations", "population", "mutation", "volume_weight", "local_search", "patience", "port_sweeps",
+             "port_top", "memetic_every", "training", "init_uops", "restarts")
+    given = {k: getattr(args, k) for k in knobs if getattr(args, k) is not None}
+    if args.minutes is not None:
+        given["budget_seconds"] = 60 * args.minutes if args.minutes > 0 else None
+    lo, hi = (int(x) for x in args.training_sizes.split("-"))
+    return PmevoOptions(ports=ports, preset=args.preset, seed=args.seed, r_max=r_max, workers=args.workers,
+                        training_sizes=(lo, hi), **given)
+
+
+def progress(event) -> None:
+    print(event, file=sys.stderr, flush=True)
+
+
+def evaluate(truth: PortMapping, oracle: SimulatedOracle, options: PmevoOptions, result, wall: float,
+             args: argparse.Namespace, r_max: float | None) -> dict:
+    """Print and return the figures of one run against the ground truth."""
+    print(result.table())
+    exps = random_multisets(list(truth.instructions), 5, args.eval_experiments, args.seed + 1000)
+    acc = accuracy(evaluate_many(result.mapping, exps, r_max), evaluate_many(truth, exps, r_max))
+    overlap = sum(1 for e in exps if e in result.measurements)
+    struct = structure(truth, result.mapping)
+    print()
+    print(f"oracle queries: {oracle.queries}; congruence classes: {len(result.congruence.classes)}; "
+          f"fitness experiments: {result.n_experiments}; test experiments also measured for training: {overlap}")
+    print(f"training D_avg: {100 * result.d_avg:.2f} %   µop volume: {result.volume}")
+    if result.unseen is not None:
+        print(result.unseen.describe())
+    print(f"against the ground truth on {len(exps)} random 5-instruction experiments: "
+          f"MAPE {100 * acc.mape:.2f} %, Pearson {acc.pearson:.4f}, Kendall τ-b {acc.kendall_tau_b:.4f}")
+    print(f"wall time: {wall:.0f} s ({wall / 60:.1f} min) with {args.workers} worker(s); "
+          f"{result.evolution.generations} generations, {result.evolution.evaluations} evaluations; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"structure (after the best port renaming): same total µop count {struct['same_uop_count']}/"
+          f"{struct['schemes']}, same set of µop port sets {struct['same_port_sets']}/{struct['schemes']}, "
+          f"identical decomposition {struct['identical']}/{struct['schemes']}; distinct µop port sets: truth "
+          f"{struct['distinct_uops_truth']}, inferred {struct['distinct_uops_inferred']}; inferred minus true "
+          f"µop count -> schemes: {struct['uop_count_difference']}")
+    figures = {"options": {k: v for k, v in vars(options.resolved()).items() if k != "executor"},
+               "mape": acc.mape, "pearson": acc.pearson, "kendall_tau_b": acc.kendall_tau_b, "wall_seconds": wall,
+               "test_in_training": overlap, "train_d_avg": result.d_avg, "generations": result.evolution.generations,
+               "load": os.getloadavg()[0], "structure": struct}
+    if args.out:
+        from pmsolve.formats import mapping_to_json
+        args.out.write_text(json.dumps({**figures, "history": result.evolution.history,
+                                        "mapping": mapping_to_json(result.mapping)}, indent=1, default=str) + "\n")
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reference", type=Path, default=REFERENCE)
     ap.add_argument("--schemes", type=int, default=300)
-    ap.add_argument("--population", type=int, default=2000)
-    ap.add_argument("--generations", type=int, default=150)
-    ap.add_argument("--volume-weight", type=float, default=None, help="default: the library's")
-    ap.add_argument("--mutation", type=float, default=0.0)
-    ap.add_argument("--local-search", type=int, default=None)
-    ap.add_argument("--patience", type=int, default=None)
-    ap.add_argument("--port-sweeps", type=int, default=0, help="final port-set search passes (extension)")
-    ap.add_argument("--port-top", type=int, default=2)
-    ap.add_argument("--memetic-every", type=int, default=0, help="port-set search every k generations (extension)")
-    ap.add_argument("--evolve-minutes", type=float, default=None, help="stop evolving after this long")
-    ap.add_argument("--training", type=int, default=0,
-                    help="random training experiments added to the fitness (extension; disjoint from the test set)")
-    ap.add_argument("--training-sizes", default="3-5", help="their length range, MIN-MAX schemes")
-    ap.add_argument("--init-uops", type=int, default=None, help="at most this many µops per scheme at init")
-    ap.add_argument("--restarts", type=int, default=1,
-                    help="independent evolutions side by side (one per worker); the best training fit wins")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--r-max", type=float, default=5.0)
-    ap.add_argument("--eval-experiments", type=int, default=5000)
-    ap.add_argument("--checkpoint", help="checkpoint folder (resume a killed run)")
-    ap.add_argument("--out", type=Path, help="write the inferred mapping and the figures here (JSON)")
+    add_pmevo_arguments(ap, workers=2)
     args = ap.parse_args(argv)
 
     if not args.reference.exists():
@@ -143,47 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ground truth: {len(truth.instructions)} Zen+ schemes ({multi} with several µops), "
           f"{len(truth.ports)} ports, R_max {args.r_max}")
     oracle = SimulatedOracle(truth, r_max=args.r_max)
-    extra = {} if args.volume_weight is None else {"volume_weight": args.volume_weight}
-    config = EvolutionConfig(population=args.population, generations=args.generations, seed=args.seed,
-                             mutation=args.mutation, local_search=args.local_search, patience=args.patience,
-                             port_sweeps=args.port_sweeps, port_top=args.port_top, memetic_every=args.memetic_every,
-                             init_uops=args.init_uops,
-                             time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **extra)
-    print(f"config: {config}, workers {args.workers}")
+    options = options_from_args(args, len(truth.ports), args.r_max)
+    print(f"options: {options.resolved()}")
     t0 = time.monotonic()
-    lo, hi = (int(x) for x in args.training_sizes.split("-"))
-    result = infer(oracle, len(truth.ports), config, r_max=args.r_max, workers=args.workers,
-                   checkpoint=args.checkpoint, progress=stderr_progress, training=args.training,
-                   training_sizes=(lo, hi), restarts=args.restarts)
-    wall = time.monotonic() - t0
-    print(result.table())
-
-    exps = random_multisets(list(truth.instructions), 5, args.eval_experiments, args.seed + 1000)
-    want = evaluate_many(truth, exps, args.r_max)
-    got = evaluate_many(result.mapping, exps, args.r_max)
-    acc = accuracy(got, want)
-    overlap = sum(1 for e in exps if e in result.measurements)
-    struct = structure(truth, result.mapping)
-    print()
-    print(f"oracle queries: {oracle.queries}; congruence classes: {len(result.congruence.classes)}; "
-          f"fitness experiments: {result.n_experiments}; test experiments also measured for training: {overlap}")
-    print(f"training D_avg: {100 * result.d_avg:.2f} %   µop volume: {result.volume}")
-    print(f"against the ground truth on {len(exps)} random 5-instruction experiments: "
-          f"MAPE {100 * acc.mape:.2f} %, Pearson {acc.pearson:.4f}, Kendall τ-b {acc.kendall_tau_b:.4f}")
-    print(f"wall time: {wall:.0f} s ({wall / 60:.1f} min) with {args.workers} worker(s); "
-          f"{result.evolution.generations} generations, {result.evolution.evaluations} evaluations")
-    print(f"structure (after the best port renaming): same total µop count {struct['same_uop_count']}/"
-          f"{struct['schemes']}, same set of µop port sets {struct['same_port_sets']}/{struct['schemes']}, "
-          f"identical decomposition {struct['identical']}/{struct['schemes']}; distinct µop port sets: truth "
-          f"{struct['distinct_uops_truth']}, inferred {struct['distinct_uops_inferred']}; inferred minus true "
-          f"µop count -> schemes: {struct['uop_count_difference']}")
-    if args.out:
-        from pmsolve.formats import mapping_to_json
-        args.out.write_text(json.dumps({
-            "config": vars(args) | {"reference": str(args.reference), "out": str(args.out)},
-            "mape": acc.mape, "pearson": acc.pearson, "kendall_tau_b": acc.kendall_tau_b, "wall_seconds": wall, "test_in_training": overlap,
-            "train_d_avg": result.d_avg, "structure": struct, "history": result.evolution.history,
-            "mapping": mapping_to_json(result.mapping)}, indent=1, default=str) + "\n")
+    result = infer(oracle, options, state=args.checkpoint, progress=progress)
+    evaluate(truth, oracle, options, result, time.monotonic() - t0, args, args.r_max)
     return 0
 
 

@@ -21,15 +21,23 @@ one line, instead of after a long run):
   that is not writable, a symlink loop.
 
 Replacing a regular file gives it a new inode: other hard links to it keep the old content.
+
+**State files** (:class:`StateFile`) are what a run keeps so that a rerun resumes it (CEGIS,
+explain, PMEvo's checkpoint folder; the AnICA campaign and PMEvo's evolution pickle use
+:func:`refuse_other_run` with their own formats). Each records a fingerprint of what its
+contents depend on; a rerun with anything else is refused in one line naming what differs and
+how to start afresh, so the state of two runs is never mixed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 from pmsolve.errors import OutputError, ValidationError
 
@@ -171,12 +179,96 @@ def atomic_write_text(path: str | Path, text: str, what: str = "output file") ->
     atomic_write_bytes(path, text.encode("utf-8"), what)
 
 
-def read_state(path: str | Path, fmt: str, what: str) -> dict:
-    """Read a JSON state file written by this package, refusing anything else in one line."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValidationError(f"{path}: cannot read the {what} state file ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != fmt:
-        raise ValidationError(f"{path}: not a pmsolve {what} state file")
-    return data
+# --------------------------------------------------------------------------- state files
+
+STATE_FORMAT = "pmsolve.state"
+STATE_VERSION = 2
+
+
+def digest(data: bytes | str) -> str:
+    """A short stable digest (16 hex digits of SHA-256) of bytes or text."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()[:16]
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as plain JSON data (tuples as lists, keys sorted, Fractions and other objects
+    as text), so that fingerprints compare equal however they were built."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str, allow_nan=True))
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if value is not None else "nothing"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def fingerprint_differences(stored: Any, current: Any) -> list[str]:
+    """What differs between two fingerprints, one ``key: A in the file, B now`` per leaf."""
+    a, b = _flatten(canonical(stored)), _flatten(canonical(current))
+    return [f"{k}: {_short(a.get(k))} in the file, {_short(b.get(k))} now"
+            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def refuse_other_run(path: str | Path, what: str, stored: Any, current: Any) -> None:
+    """Raise one line naming what differs if a state file's fingerprint is not ``current``."""
+    diff = fingerprint_differences(stored, current)
+    if diff:
+        shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise ValidationError(f"{path}: this {what} state belongs to another run ({shown}); "
+                              f"to start afresh give another path or delete it")
+
+
+class StateFile:
+    """A fingerprinted JSON state file: what a run keeps so that a rerun resumes it.
+
+    The file records ``kind`` (which algorithm wrote it) and a **fingerprint** of everything
+    its contents depend on (the oracle's fingerprint, ports, instructions, options). Opening an
+    existing file whose kind or fingerprint differs refuses in one line naming what differs
+    (:func:`refuse_other_run`), so the state of one run is never continued by another. The run
+    keeps its data in :attr:`data` (JSON sections such as ``measurements``) and calls
+    :meth:`save`, which rewrites the file atomically; ``path=None`` keeps everything in memory.
+    """
+
+    def __init__(self, path: str | Path | None, kind: str, fingerprint: dict[str, Any]):
+        self.path = Path(path) if path is not None else None
+        self.kind = kind
+        self.fingerprint = canonical(fingerprint)
+        self.data: dict[str, Any] = {}
+        self.resumed = False
+        if self.path is not None and self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValidationError(f"{self.path}: cannot read the {self.kind} state file "
+                                  f"({getattr(exc, 'strerror', None) or exc})") from None
+        if not isinstance(raw, dict) or raw.get("format") != STATE_FORMAT or raw.get("version") != STATE_VERSION:
+            raise ValidationError(f"{self.path}: not a pmsolve state file of this version; "
+                                  f"to start afresh give another path or delete it")
+        if raw.get("kind") != self.kind:
+            raise ValidationError(f"{self.path}: this is a {raw.get('kind')} state file, not a {self.kind} one; "
+                                  f"to start afresh give another path or delete it")
+        refuse_other_run(self.path, self.kind, raw.get("fingerprint"), self.fingerprint)
+        data = raw.get("data")
+        if not isinstance(data, dict):
+            raise ValidationError(f"{self.path}: the {self.kind} state file has no data section")
+        self.data = data
+        self.resumed = True
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        doc = {"format": STATE_FORMAT, "version": STATE_VERSION, "kind": self.kind,
+               "fingerprint": self.fingerprint, "data": self.data}
+        atomic_write_text(self.path, json.dumps(doc, ensure_ascii=False) + "\n", f"{self.kind} state file")

@@ -249,10 +249,13 @@ def test_campaign_resume_reproduces_an_uninterrupted_run(universe, tmp_path):
     assert load_state(tmp_path / "parts").finished
 
 
-def test_campaign_refuses_a_different_config_on_resume(universe, tmp_path):
+def test_campaign_refuses_another_run_on_resume(universe, tmp_path):
+    """The state file's fingerprint names what differs: the configuration, or a predictor."""
     _run(_cfg(max_samples=5), tmp_path, universe)
-    with pytest.raises(ValidationError, match="different configuration"):
+    with pytest.raises(ValidationError, match=r"another run \(config\.threshold"):
         Campaign(_cfg(threshold=0.9), tmp_path, H.base(), H.slow_bsf(), universe=universe, progress=lambda m: None)
+    with pytest.raises(ValidationError, match=r"another run \(predictors"):
+        Campaign(_cfg(max_samples=5), tmp_path, H.base(), H.crashy(), universe=universe, progress=lambda m: None)
 
 
 def test_crashes_are_interesting_and_recorded(universe, tmp_path):

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import threading
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -25,7 +26,7 @@ from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.errors import ValidationError
 from pmsolve.executor import PoolExecutor, SerialExecutor, current_executor, dask_available, open_executor
 from pmsolve.harness import SimulatedOracle
-from pmsolve.infer.pmevo import EvolutionConfig, infer
+from pmsolve.infer.pmevo import PmevoOptions, infer
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import evaluate_many
 
@@ -72,11 +73,11 @@ class CountingExecutor(SerialExecutor):
 def test_pmevo_uses_the_ambient_executor():
     from pmsolve.executor import use_executor
 
-    cfg = EvolutionConfig(population=20, generations=2, seed=1)
-    plain = infer(SimulatedOracle(TRUTH), 4, cfg)
+    cfg = PmevoOptions(ports=4, preset="paper", budget_seconds=None, population=20, generations=2, seed=1)
+    plain = infer(SimulatedOracle(TRUTH), cfg)
     ex = CountingExecutor()
     with use_executor(ex):
-        got = infer(SimulatedOracle(TRUTH), 4, cfg)
+        got = infer(SimulatedOracle(TRUTH), cfg)
     assert ex.calls >= 3 and got.mapping.uops == plain.mapping.uops
 
 
@@ -143,11 +144,11 @@ def _campaign(universe, folder, executor):
 
 @needs_dask
 def test_serial_pool_and_dask_give_identical_pmevo_and_anica_results(universe, tmp_path, dask_ex):
-    cfg = EvolutionConfig(population=60, generations=6, seed=9, port_sweeps=1)
+    cfg = PmevoOptions(ports=4, budget_seconds=None, population=60, generations=6, seed=9, training=40)
     runs = {}
     with PoolExecutor(2) as pool:
         for name, ex in (("serial", SerialExecutor()), ("pool", pool), ("dask", dask_ex)):
-            r = infer(SimulatedOracle(TRUTH), 4, cfg, map_fn=ex)
+            r = infer(SimulatedOracle(TRUTH), replace(cfg, executor=ex))
             runs[name] = (r.mapping.uops, r.d_avg, r.volume, r.evolution.evaluations,
                           [h.get("best_d") for h in r.evolution.history])
             (tmp_path / name).mkdir()

@@ -187,7 +187,7 @@ def test_interrupted_run_resumes_without_remeasuring(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         explain(Counting(truth, r_max=4, uop_counter=True, fail_after=200), ExplainOptions(ports=5, runs=2),
                 state=state)
-    done = json.loads(state.read_text())
+    done = json.loads(state.read_text())["data"]
     assert done["stages"] and len(done["measurements"]) > 0
     again = Counting(truth, r_max=4, uop_counter=True)
     res = explain(again, ExplainOptions(ports=5, runs=2), state=state)
@@ -196,8 +196,10 @@ def test_interrupted_run_resumes_without_remeasuring(tmp_path):
     final = Counting(truth, r_max=4, uop_counter=True)
     explain(final, ExplainOptions(ports=5, runs=2), state=state)
     assert final.asked == 0  # everything comes from the state file
-    with pytest.raises(ValidationError, match="another run"):
+    with pytest.raises(ValidationError, match=r"another run \(cegis_epsilon: .*; epsilon: "):
         explain(final, ExplainOptions(ports=5, epsilon=0.05), state=state)
+    with pytest.raises(ValidationError, match=r"another run \(oracle\.r_max: 4 in the file, 5 now"):
+        explain(Counting(truth, r_max=5, uop_counter=True), ExplainOptions(ports=5, runs=2), state=state)
 
 
 def test_noisy_oracle_with_vote_still_recovers():
@@ -268,7 +270,7 @@ def test_characterisation_options_rerun_only_that_stage(tmp_path):
     again = Counting(truth, r_max=4, uop_counter=True)
     res = explain(again, ExplainOptions(ports=5, integrality=0.5, tolerance=0.03), state=state)
     assert again.asked == 0 and res.mapping == first.mapping  # same experiments, answered from the state
-    runs = [k for k in json.loads(state.read_text())["stages"] if k.startswith("run")]
+    runs = [k for k in json.loads(state.read_text())["data"]["stages"] if k.startswith("run")]
     assert len(runs) == 2
     k_uops = Counting(truth, r_max=4, uop_counter=True)
     res = explain(k_uops, ExplainOptions(ports=5, k_rule="uops"), state=state)
@@ -284,9 +286,9 @@ def _stored(state: Path) -> set[str]:
     """Every measurement the state files hold: the explain state and CEGIS's for the blocking stage."""
     out: set[str] = set()
     if state.exists():
-        out |= {str(Experiment(c)) for c, _ in json.loads(state.read_text())["measurements"]}
+        out |= {str(Experiment(r["experiment"])) for r in json.loads(state.read_text())["data"]["measurements"]}
     for cegis in state.parent.glob(state.name + ".cegis*.json"):
-        out |= {str(Experiment(r["experiment"])) for r in json.loads(cegis.read_text())["measurements"]}
+        out |= {str(Experiment(r["experiment"])) for r in json.loads(cegis.read_text())["data"]["measurements"]}
     return out
 
 

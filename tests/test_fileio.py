@@ -307,3 +307,40 @@ def test_encode_writes_through_a_symlink(tmp_path, capsys):
     assert main(["encode", "--mapping", str(tmp_path / "t.json"), "--experiment", "a:1",
                  "-o", str(tmp_path / "link.smt2")]) == 0
     assert (tmp_path / "link.smt2").is_symlink() and "(check-sat)" in (tmp_path / "real.smt2").read_text()
+
+
+# --------------------------------------------------------------------------- kill -9 and fingerprinted state
+
+@pytest.mark.parametrize("command,kill_at", [
+    (["infer", "cegis", "--ports", "3"], 3),                     # the second counterexample's measurement
+    (["infer", "pmevo", "--ports", "3", "--preset", "paper", "--minutes", "0", "--generations", "4",
+      "--population", "30", "--training", "40"], 3),              # the training experiments
+])
+def test_inference_sigkilled_mid_measurement_resumes_to_the_same_mapping(tmp_path, monkeypatch, capsys, command,
+                                                                        kill_at):
+    """SIGKILL with an answer computed but not handed back: the rerun measures nothing the state
+    holds and nothing twice, and writes the mapping of an uninterrupted run."""
+    import sigkill
+
+    from pmsolve.cli import main
+    from pmsolve.formats import load_mapping, save_mapping
+    from pmsolve.model import PortMapping
+
+    truth = PortMapping.two_level(["0", "1", "2"], {"a": ["0"], "b": ["0", "1"], "c": ["1", "2"], "d": ["2"],
+                                                    "e": ["0", "1", "2"]})
+    save_mapping(truth, tmp_path / "t.json")
+    target = "pmsolve.harness.simulated:SimulatedOracle.measure"
+    state = ["--state", str(tmp_path / "s.json")] if command[1] == "cegis" else ["--checkpoint", str(tmp_path / "ck")]
+    argv = command + ["--oracle", f"simulated:{tmp_path / 't.json'}", "--quiet", *state, "-o"]
+    whole = sigkill.recording(monkeypatch, target)
+    assert main(argv[:-3] + ["-o", str(tmp_path / "whole.json")]) == 0   # no state: a clean run
+    sigkill.run_killed(target, kill_at, tmp_path / "log.txt", argv + [str(tmp_path / "out.json")])
+    killed = (tmp_path / "log.txt").read_text().splitlines()
+    monkeypatch.undo()
+    rerun = sigkill.recording(monkeypatch, target)
+    assert main(argv + [str(tmp_path / "out.json")]) == 0
+    capsys.readouterr()
+    assert len(rerun) == len(set(rerun)) and killed                     # nothing twice
+    kept = set(killed) - set(rerun)                                     # answered from the state
+    assert kept and len(kept) < len(set(killed)) and whole
+    assert load_mapping(tmp_path / "out.json") == load_mapping(tmp_path / "whole.json")

@@ -19,7 +19,8 @@ from pmsolve.harness.hardware import REFERENCES, HardwareOracle, HarnessSettings
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.harness.store import MeasurementStore, StoredOracle
+from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.store import MeasurementStore
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.isa.scheme import Operand, Scheme
 from pmsolve.model import Experiment, PortMapping
@@ -137,8 +138,8 @@ def test_faults_become_errors_for_their_experiment():
 def test_store_reuses_hardware_measurements(tmp_path, hw):
     store = MeasurementStore(tmp_path / "hw.sqlite")
     exps = [Experiment({"add_r64_r64": 1}), Experiment({"imul_r64_r64": 1})]
-    first = StoredOracle(hw, store).measure(exps)
-    again = StoredOracle(hw, store)
+    first = CachingOracle.in_sqlite(hw, store).measure(exps)
+    again = CachingOracle.in_sqlite(hw, store)
     assert again.measure(exps) == first and again.measured == 0 and again.reused == 2
     row = store.rows()[0]
     assert set(row.samples) == {"variants", "reference", "ratios"} and row.spread is not None

@@ -1,68 +1,176 @@
-"""The main job's parts: held-out experiments, the llvm-mca and OSACA adapters, the simulated run."""
+"""The main job's parts: profiles, held-out experiments, the llvm-mca and OSACA adapters, the
+accuracy table, the HTML report, the simulated run and (on x86-64) the smoke profile on the CPU."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
 
 import pytest
 
 from pmsolve.cli import main
-from pmsolve.jobs.host import (DEFAULT_SCHEMES, _block, held_out_experiments, llvm_mca_predict,
-                                      osaca_predict)
+from pmsolve.harness.hardware import available
 from pmsolve.isa import load_catalogue
+from pmsolve.jobs import profiles
+from pmsolve.jobs.host import (HostReport, JobConfig, _per_copy, block_of, held_out_experiments)
+from pmsolve.jobs.report import render_html
+from pmsolve.model import Experiment
+from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
 
 CAT = load_catalogue(host=False)
+CHROMIUM = shutil.which("chromium")
 
 
-def test_default_schemes_are_offered():
-    assert 40 <= len(DEFAULT_SCHEMES) <= 60 and len(set(DEFAULT_SCHEMES)) == len(DEFAULT_SCHEMES)
-    assert all(CAT.status(CAT[s]) == "offered" for s in DEFAULT_SCHEMES)
+def test_profiles_choose_offered_common_schemes():
+    quick = profiles.choose(CAT, "quick")
+    assert 150 <= len(quick) <= 300 and len(set(quick)) == len(quick)
+    assert all(CAT.status(CAT[s]) == "offered" for s in quick)
+    assert {"add_r64_i32", "imul_r64_r64", "mov_r64_m64", "vaddpd_ymm_ymm_ymm"} <= set(quick)
+    assert any("zmm" in s for s in quick) and any(s.startswith("k") for s in quick)   # AVX-512 offered here
+    assert set(profiles.choose(CAT, "smoke")) == set(profiles.SMOKE)
+    assert len(profiles.choose(CAT, "all")) == len(CAT.offered())
+    no512 = load_catalogue(host=False)
+    no512.flags = frozenset({"avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "popcnt", "aes", "pclmulqdq", "f16c"})
+    assert not any("zmm" in s for s in profiles.choose(no512, "quick"))   # ... and not where it is absent
 
 
-def test_held_out_experiments():
-    a = held_out_experiments(DEFAULT_SCHEMES, 40, seed=3)
-    assert a == held_out_experiments(DEFAULT_SCHEMES, 40, seed=3) != held_out_experiments(DEFAULT_SCHEMES, 40, 4)
+def test_representative_order_puts_pure_loads_before_loads_that_compute():
+    order = profiles.representative_order(CAT, ["add_r64_m64", "mov_r64_m64", "add_r64_r64"])
+    assert order.index("mov_r64_m64") < order.index("add_r64_m64")
+    assert order[0] == "add_r64_r64"
+
+
+def test_held_out_experiments_avoid_the_inference_experiments():
+    names = ["a", "b", "c", "d", "e"]
+    a = held_out_experiments(names, 40, seed=3)
+    assert a == held_out_experiments(names, 40, seed=3) != held_out_experiments(names, 40, 4)
     assert len(set(a)) == 40 and all(e.size in (4, 5) and len(e.counts) >= 3 for e in a)
+    assert not set(held_out_experiments(names, 40, seed=3, exclude=set(a[:10]))) & set(a[:10])
 
 
-@pytest.mark.skipif(not (shutil.which("llvm-mca") or shutil.which("llvm-mca-14")), reason="llvm-mca missing")
-def test_llvm_mca_many_blocks_in_one_call():
-    from pmsolve.model import Experiment
-
-    blocks = [_block(CAT, Experiment({"add_r64_r64": 1})), _block(CAT, Experiment({"imul_r64_r64": 1})),
-              _block(CAT, Experiment({"vaddpd_ymm_ymm_ymm": 2}))]
-    add, imul, vadd = llvm_mca_predict(blocks, "znver3")
+@pytest.mark.skipif(find_llvm_mca() is None, reason="llvm-mca missing")
+def test_llvm_mca_many_blocks_in_one_call_per_copy():
+    blocks = [block_of(CAT, Experiment({"add_r64_r64": 1})), block_of(CAT, Experiment({"imul_r64_r64": 1})),
+              block_of(CAT, Experiment({"vaddpd_ymm_ymm_ymm": 2}))]
+    (add, imul, vadd), errors = _per_copy(LlvmMcaPredictor("znver3"), blocks)
     assert add == pytest.approx(0.25, rel=0.05) and imul == pytest.approx(1.0, rel=0.05)
-    assert vadd == pytest.approx(1.0, rel=0.05)            # two vaddpd per copy, 0.5 each
+    assert vadd == pytest.approx(1.0, rel=0.05) and not errors       # two vaddpd per copy, 0.5 each
 
 
-def test_osaca_adapter():
-    pytest.importorskip("osaca")
-    from pmsolve.model import Experiment
-
-    preds, errors = osaca_predict([_block(CAT, Experiment({"vaddpd_ymm_ymm_ymm": 1})),
-                                   _block(CAT, Experiment({"imul_r64_r64": 1}))], "ZEN3")
-    assert preds[0] == pytest.approx(0.5, rel=0.05) and preds[1] == pytest.approx(1.0, rel=0.05)
-    assert errors == []
+def _report(predictions: dict, measured: list[float]) -> HostReport:
+    held = [Experiment({"a": 2, "b": 1, "c": 1})] * len(measured)
+    return HostReport("test machine", JobConfig(held_out=3), None, None, None, None, {}, held, measured,
+                      predictions, [], {"total": 1.0})
 
 
-def test_main_job_simulated(capsys):
-    pytest.importorskip("deap")
-    assert main(["infer", "--simulated", "--held-out", "12", "--population", "40", "--generations", "3",
+def test_accuracy_scores_every_predictor_on_the_common_coverage():
+    measured = [1.0, 2.0, 3.0, 4.0, float("nan")]
+    rep = _report({"good": [1.0, 2.0, 3.0, 4.0, 5.0], "partial": [None, 2.2, 3.3, 4.4, 5.5]}, measured)
+    acc = rep.accuracy()
+    assert acc["held_out"] == 4 and acc["common"] == 3           # NaN measurement out, partial's gap out
+    good, partial = acc["predictors"]
+    assert good["covered"] == 4 and partial["covered"] == 3
+    assert good["common"]["mape"] == pytest.approx(0.0) and partial["common"]["mape"] == pytest.approx(0.1)
+    assert good["common"]["n"] == partial["common"]["n"] == 3     # scored on the same experiments
+
+
+class _Dom(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, int] = {}
+        self.scripts = 0
+        self.details = 0
+
+    def handle_starttag(self, tag, attrs):
+        cls = dict(attrs).get("class") or ""
+        if tag == "tr" and cls:
+            self.rows[cls] = self.rows.get(cls, 0) + 1
+        self.scripts += tag == "script"
+        self.details += tag == "details"
+
+
+def _doc() -> dict:
+    w = {"kind": "blocking", "experiment": {"blk": 4, "x<script>": 1}, "measured": 2.25, "modelled": 2.25,
+         "baseline": {"blk": 4}, "measured_baseline": 2.0, "modelled_baseline": 2.0, "ports": ["0", "1"],
+         "non_evading": 1.0}
+    return {"machine": "AMD Zen 4 <b>", "profile": "quick", "method": "explain", "ports": 3, "r_max": 6.0,
+            "port_names": ["0", "1", "2"], "models": [{"tool": "llvm-mca", "version": 19, "model": "znver4",
+                                                      "why": "its own model", "fallback": False}],
+            "accuracy": {"held_out": 5, "common": 4, "predictors": [
+                {"name": "pmsolve (explain)", "covered": 5, "common": {"mape": 0.02, "kendall_tau_b": 0.95},
+                 "own": {"mape": 0.02, "kendall_tau_b": 0.95}, "model": ""}]},
+            "schemes": [{"scheme": "x<script>", "tp": 0.5, "confidence": 1.0,
+                         "uops": [{"ports": ["0", "1"], "count": 1, "witnesses": [w]}]},
+                        {"scheme": "y", "tp": 1.0, "confidence": 0.8,
+                         "uops": [{"ports": ["2"], "count": 1, "witnesses": []}]}],
+            "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": []}]},
+            "singles": {"y": 1.0}, "singles_reference": {"source": "a table", "values": {"y": 1.0}},
+            "seconds": {"total": 12.0}, "notes": ["n<1>"]}
+
+
+def test_report_page_is_escaped_and_complete():
+    page = render_html(_doc())
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert "Zen 4 <b>" not in page and "Zen 4 &lt;b&gt;" in page and "slower <i>" not in page
+    dom = _Dom()
+    dom.feed(page)
+    assert dom.rows.get("scheme") == 2 and dom.scripts == 0 and dom.details >= 2   # witnesses + misfits
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    path = tmp_path / "report.html"
+    path.write_text(render_html(_doc()), encoding="utf-8")
+    with tempfile.TemporaryDirectory() as profile:
+        res = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--dump-dom", str(path)], capture_output=True, text=True, timeout=180)
+    dom = res.stdout
+    assert res.returncode == 0 and "</html>" in dom, res.stderr[-2000:]
+    parsed = _Dom()
+    parsed.feed(dom)
+    assert parsed.rows.get("scheme") == 2 and parsed.scripts == 0
+    assert re.search(r"<table id=\"accuracy\"", dom) and re.search(r"<table id=\"ports\"", dom)
+    assert html.escape("x<script>") in dom and "1×[0,1]" in dom
+
+
+def test_main_job_simulated(capsys, tmp_path):
+    out_file, page = tmp_path / "m.json", tmp_path / "r.html"
+    assert main(["infer", "--simulated", "--held-out", "60", "--quiet", "--json", "-o", str(out_file),
+                 "--report", str(page)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["machine"] == "simulated Zen-like machine" and out["ports"] == 10 and len(out["held_out"]) == 60
+    rows = {r["name"]: r for r in out["accuracy"]["predictors"]}
+    assert set(rows) == {"pmsolve (explain)", "ground truth"}
+    held = out["held_out"]
+    for name, r in rows.items():   # the reported figures are the rows' figures
+        mape = sum(abs(x[name] - x["measured"]) / x["measured"] for x in held) / len(held)
+        assert r["common"]["mape"] == pytest.approx(mape, rel=1e-9), name
+    # the truth differs from the measurements by the 1 % noise only; the explained mapping is the
+    # truth (the gate), so it does as well, far from a rough mapping's 10-20 %
+    assert rows["ground truth"]["common"]["mape"] < 0.02
+    assert rows["pmsolve (explain)"]["common"]["mape"] == pytest.approx(rows["ground truth"]["common"]["mape"])
+    assert json.loads(out_file.read_text())["explanation"]["schemes"]      # `pmsolve explain` reads it
+    assert "<table id='schemes'>" in page.read_text()
+
+
+@pytest.mark.skipif(available() is not None, reason=str(available()))
+def test_smoke_profile_on_this_cpu(capsys, tmp_path):
+    """CI's run on hardware: a handful of schemes through every stage, under a minute or two."""
+    assert main(["infer", "--profile", "smoke", "--workdir", str(tmp_path), "--held-out", "30", "--no-pmevo",
                  "--quiet", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["machine"] == "simulated Zen+ example" and len(out["held_out"]) == 12
-    assert set(out["accuracy"]) == {"pmsolve (PMEvo)", "ground truth"}
-    assert 4.5 < out["peak_ipc"] < 5.5                       # R_max 5 with 1 % noise
-    rows = out["held_out"]
-    for name, acc in out["accuracy"].items():                # the reported figures are the rows' figures
-        mape = sum(abs(r[name] - r["measured"]) / r["measured"] for r in rows) / len(rows)
-        assert acc["n"] == len(rows) and acc["mape"] == pytest.approx(mape, rel=1e-9), name
-    # the truth row is the simulator's own mapping: only the 1 % noise separates it from "measured"
-    assert out["accuracy"]["ground truth"]["mape"] < 0.02
-    assert all(abs(r["ground truth"] - r["measured"]) <= 0.05 * r["ground truth"] for r in rows)
-    # a short evolution (40 × 3) is rough but informative: a constant guess or the front-end
-    # limit alone (|e| / peak IPC) is off by about 37 % on these rows, the inferred mapping by 15 %
-    assert 0 < out["accuracy"]["pmsolve (PMEvo)"]["mape"] < 0.25
-    assert out["accuracy"]["pmsolve (PMEvo)"]["pearson"] > 0.7
+    assert out["cpu"]["description"] and out["schemes"] and out["ports"] >= 2
+    assert {m["tool"] for m in out["models"]} <= {"llvm-mca", "OSACA"}
+    own = next(r for r in out["accuracy"]["predictors"] if r["name"].startswith("pmsolve"))
+    assert own["covered"] >= 20
+    for s in out["schemes"]:     # every mapped scheme shows witnesses that its mapping reproduces
+        ws = [w for u in s["uops"] for w in u["witnesses"]]
+        assert ws and all(w["modelled"] is None or abs(w["modelled"] - w["measured"]) <= 0.1 * w["measured"] + 0.05
+                          for w in ws)

@@ -27,7 +27,8 @@ LAYERS: list[set[str]] = [
     # the model written once in the IR, and what is computed from it
     {"encodings", "throughput", "strategy"},
     # measuring, inferring, predicting, analysing, checking
-    {"harness", "infer", "infer.cegis", "infer.pmevo", "infer.explain", "predictors", "anica", "proofs",
+    {"harness", "infer", "infer.common", "infer.progress", "infer.cegis", "infer.pmevo", "infer.explain",
+     "predictors", "anica", "proofs",
      "leaderboard"},
     # applications that combine the rooms below
     {"jobs"},

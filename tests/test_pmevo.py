@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.harness import SimulatedOracle
-from pmsolve.infer.pmevo import (EvolutionConfig, build_evaluator, congruence_classes, generate, infer,
-                                 measure_all)
+from pmsolve.infer.pmevo import (EvolutionConfig, PmevoOptions, build_evaluator, congruence_classes, generate,
+                                 infer, measure_all)
 from pmsolve.infer.pmevo.evolution import scalarised
 from pmsolve.infer.pmevo.experiments import close, merge_to_representatives
 from pmsolve.infer.pmevo.experiments import random_experiments as random_training
@@ -122,14 +123,19 @@ def test_scalarised_fitness_normalises_both_objectives():
     assert scalarised(objs, volume_weight=0.5).tolist() == [0.0, 1500.0, 750.0]
 
 
-SMALL = EvolutionConfig(population=300, generations=40, seed=4, volume_weight=0.01)
+def options(**kw) -> PmevoOptions:
+    """4 ports, the paper's algorithm with a light volume weight, no time budget (reproducible)."""
+    return PmevoOptions(**{"ports": 4, "preset": "paper", "volume_weight": 0.01, "budget_seconds": None, **kw})
+
+
+SMALL = options(population=300, generations=40, seed=4)
 
 
 def test_recovers_a_small_ground_truth():
     """The issue's fast test: predictions match every generated experiment within ε, the
     congruent schemes get one decomposition, and random experiments agree too."""
     oracle = SimulatedOracle(TRUTH)
-    result = infer(oracle, 4, SMALL)
+    result = infer(oracle, SMALL)
     measured = result.measurements
     exps = list(measured)
     pred = evaluate_many(result.mapping, exps)
@@ -138,6 +144,7 @@ def test_recovers_a_small_ground_truth():
     rand = random_experiments(TRUTH, 300)
     np.testing.assert_allclose(evaluate_many(result.mapping, rand), evaluate_many(TRUTH, rand), rtol=1e-9)
     assert "add" in result.table() and "sub" in result.table()
+    assert result.unseen.ok and result.unseen.mape < 1e-9 and len(result.unseen.experiments) == 8
 
 
 def random_two_level_truth(seed: int, n_ports: int = 4, n_insns: int = 6) -> PortMapping:
@@ -151,17 +158,17 @@ def test_recovers_random_ground_truths_with_r_max(seed):
     """Random two-level truths whose pair experiments pin them down (PMEvo only sees pairs, so
     not every truth is identifiable): the result is indistinguishable on random experiments."""
     truth = random_two_level_truth(seed)
-    result = infer(SimulatedOracle(truth, r_max=3), 4, SMALL, r_max=3)
+    result = infer(SimulatedOracle(truth, r_max=3), replace(SMALL, r_max=3))
     assert result.d_avg < 1e-9
     rand = random_experiments(truth, 300, seed=seed)
     np.testing.assert_allclose(evaluate_many(result.mapping, rand, 3), evaluate_many(truth, rand, 3), rtol=1e-9)
 
 
 def test_deterministic_under_a_seed_and_workers_do_not_matter():
-    cfg = EvolutionConfig(population=60, generations=6, seed=9)
-    a = infer(SimulatedOracle(TRUTH), 4, cfg)
-    b = infer(SimulatedOracle(TRUTH), 4, cfg, workers=2)
-    c = infer(SimulatedOracle(TRUTH), 4, EvolutionConfig(population=60, generations=6, seed=10))
+    cfg = options(population=60, generations=6, seed=9)
+    a = infer(SimulatedOracle(TRUTH), cfg)
+    b = infer(SimulatedOracle(TRUTH), replace(cfg, workers=2))
+    c = infer(SimulatedOracle(TRUTH), replace(cfg, seed=10))
     assert a.mapping == b.mapping and a.d_avg == b.d_avg
     assert [r["best_d"] for r in a.evolution.history] == [r["best_d"] for r in b.evolution.history]
     assert [r["best_d"] for r in a.evolution.history] != [r["best_d"] for r in c.evolution.history]
@@ -172,35 +179,48 @@ class Interrupt(Exception):
 
 
 def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
-    cfg = EvolutionConfig(population=60, generations=8, seed=2, mutation=0.2)
-    whole = infer(SimulatedOracle(TRUTH), 4, cfg)
+    cfg = options(population=60, generations=8, seed=2, mutation=0.2)
+    whole = infer(SimulatedOracle(TRUTH), cfg)
 
     def stop_at_gen_3(event):
-        if event.get("phase") == "evolve" and event["gen"] == 3:
+        if event.stage == "evolve" and event.done == 3:
             raise Interrupt
 
     oracle = SimulatedOracle(TRUTH)
     with pytest.raises(Interrupt):
-        infer(oracle, 4, cfg, checkpoint=tmp_path, progress=stop_at_gen_3)
+        infer(oracle, cfg, state=tmp_path, progress=stop_at_gen_3)
     first_queries = oracle.queries
     resumed_oracle = SimulatedOracle(TRUTH)
-    resumed = infer(resumed_oracle, 4, cfg, checkpoint=tmp_path)
-    assert resumed_oracle.queries == 0 and first_queries > 0  # measurements come from the checkpoint
+    resumed = infer(resumed_oracle, cfg, state=tmp_path)
+    checked = len(resumed.unseen.experiments)
+    assert resumed_oracle.queries == checked and first_queries > 0  # measurements come from the checkpoint
     assert resumed.mapping == whole.mapping
     assert resumed.d_avg == whole.d_avg
     assert [r["best_d"] for r in resumed.evolution.history] == [r["best_d"] for r in whole.evolution.history]
-    # The checkpoint refuses another run's parameters.
-    with pytest.raises(ValidationError, match="another run"):
-        infer(SimulatedOracle(TRUTH), 4, EvolutionConfig(population=61, generations=8, seed=2), checkpoint=tmp_path)
+    again = SimulatedOracle(TRUTH)
+    assert infer(again, cfg, state=tmp_path).mapping == whole.mapping and again.queries == 0
+    # The checkpoint refuses another run's options or oracle, naming what differs, and keeps its files.
+    before = {f: f.read_bytes() for f in tmp_path.iterdir()}
+    with pytest.raises(ValidationError, match=r"another run \(population: 60 in the file, 61 now\)"):
+        infer(SimulatedOracle(TRUTH), replace(cfg, population=61), state=tmp_path)
+    with pytest.raises(ValidationError, match=r"another run \(oracle\.r_max"):
+        infer(SimulatedOracle(TRUTH, r_max=3), cfg, state=tmp_path)
+    assert {f: f.read_bytes() for f in tmp_path.iterdir()} == before
 
 
 def test_bad_parameters_fail_clearly():
     with pytest.raises(PmsolveError, match="population"):
         EvolutionConfig(population=1)
+    with pytest.raises(PmsolveError, match="population"):
+        options(population=1)
     with pytest.raises(PmsolveError, match="ports"):
-        infer(SimulatedOracle(TRUTH), 0)
+        infer(SimulatedOracle(TRUTH), options(ports=0))
     with pytest.raises(PmsolveError, match="1..14 ports"):
-        infer(SimulatedOracle(TRUTH), 20, EvolutionConfig(population=4, generations=1))
+        infer(SimulatedOracle(TRUTH), options(ports=20, population=4, generations=1))
+    for bad in ({"budget_seconds": float("nan")}, {"congruence_epsilon": -1}, {"r_max": 0}, {"restarts": 0},
+                {"preset": "fast"}, {"workers": 0}):
+        with pytest.raises(PmsolveError, match=next(iter(bad))):
+            options(**bad)
 
 
 def test_cli_infer_pmevo(tmp_path, capsys):
@@ -211,10 +231,11 @@ def test_cli_infer_pmevo(tmp_path, capsys):
     save_mapping(TRUTH, truth)
     out = tmp_path / "out.json"
     rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "200",
-               "--generations", "30", "--seed", "4", "-o", str(out), "--quiet"])
+               "--generations", "30", "--seed", "4", "--preset", "paper", "--volume-weight", "0.01", "--minutes", "0",
+               "-o", str(out), "--quiet"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "congruence classes" in text and f"wrote {out}" in text
+    assert "congruence classes" in text and f"wrote {out}" in text and "checked on 8 unseen" in text
     inferred = load_mapping(out)
     assert set(inferred.instructions) == set(TRUTH.instructions)
     # the written mapping reproduces what PMEvo was trained on (singletons, pairs, ratio pairs)
@@ -230,10 +251,13 @@ def test_cli_infer_pmevo(tmp_path, capsys):
     assert rc == 0 and '"d_avg"' in capsys.readouterr().out
     base = ["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
             "--generations", "2", "--json", "--quiet"]
-    assert main(base) == 0
+    assert main(base + ["--preset", "paper"]) == 0
     plain = json.loads(capsys.readouterr().out)["experiments"]
-    assert main(base + ["--training", "25", "--init-uops", "1", "--memetic-every", "1", "--port-sweeps", "1"]) == 0
+    assert main(base + ["--preset", "paper", "--training", "25", "--init-uops", "1", "--memetic-every", "1",
+                        "--port-sweeps", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["experiments"] > plain   # the training rows are in the fitness
+    assert main(base) == 0                                               # the best preset trains by default
+    assert json.loads(capsys.readouterr().out)["experiments"] > plain
     assert main(base + ["--training-sizes", "4-2"]) == 2
     assert "MIN-MAX" in capsys.readouterr().err
 
@@ -266,19 +290,18 @@ def test_port_search_never_worsens_and_matches_exact_objectives():
 
 
 def test_memetic_run_is_deterministic_and_resumable(tmp_path):
-    cfg = EvolutionConfig(population=40, generations=6, seed=3, mutation=0.3, memetic_every=2, port_top=2,
-                          port_sweeps=1)
-    whole = infer(SimulatedOracle(TRUTH), 4, cfg)
-    again = infer(SimulatedOracle(TRUTH), 4, cfg, workers=2)
+    cfg = options(population=40, generations=6, seed=3, mutation=0.3, memetic_every=2, port_top=2, port_sweeps=1)
+    whole = infer(SimulatedOracle(TRUTH), cfg)
+    again = infer(SimulatedOracle(TRUTH), replace(cfg, workers=2))
     assert whole.mapping == again.mapping and whole.d_avg == again.d_avg
 
     def stop_at_gen_4(event):
-        if event.get("phase") == "evolve" and event["gen"] == 4:
+        if event.stage == "evolve" and event.done == 4:
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path, progress=stop_at_gen_4)
-    resumed = infer(SimulatedOracle(TRUTH), 4, cfg, checkpoint=tmp_path)
+        infer(SimulatedOracle(TRUTH), cfg, state=tmp_path, progress=stop_at_gen_4)
+    resumed = infer(SimulatedOracle(TRUTH), cfg, state=tmp_path)
     assert resumed.mapping == whole.mapping and resumed.d_avg == whole.d_avg
 
 
@@ -301,8 +324,8 @@ PAIRS_BLIND = PortMapping.two_level(PORTS, {"i1": ["0", "1"], "i2": ["0", "2"], 
 def test_training_experiments_tell_apart_what_pairs_cannot():
     """With random 3-instruction experiments in the fitness, the result also matches the
     truth where the pairs are blind (the experiment i1+i2+i3 tells the candidates apart)."""
-    cfg = EvolutionConfig(population=200, generations=30, seed=2, volume_weight=0.01)
-    result = infer(SimulatedOracle(PAIRS_BLIND), 4, cfg, training=30, training_sizes=(3, 3))
+    cfg = options(population=200, generations=30, seed=2, training=30, training_sizes=(3, 3))
+    result = infer(SimulatedOracle(PAIRS_BLIND), cfg)
     assert result.d_avg < 1e-9
     assert any(e.size == 3 for e in result.measurements)
     probe = [Experiment({"i1": 1, "i2": 1, "i3": 1})] + random_experiments(PAIRS_BLIND, 200, seed=3)
@@ -378,14 +401,74 @@ def test_compound_port_moves_score_exactly_the_best_candidate(monkeypatch):
 
 
 def test_restarts_keep_the_best_run_the_same_on_any_executor(tmp_path):
-    from dataclasses import replace
-
-    cfg = EvolutionConfig(population=30, generations=4, seed=5, mutation=0.3)
-    serial = infer(SimulatedOracle(TRUTH), 4, cfg, restarts=2)
-    pooled = infer(SimulatedOracle(TRUTH), 4, cfg, restarts=2, workers=2, checkpoint=tmp_path)
+    cfg = options(population=30, generations=4, seed=5, mutation=0.3, restarts=2)
+    serial = infer(SimulatedOracle(TRUTH), cfg)
+    pooled = infer(SimulatedOracle(TRUTH), replace(cfg, workers=2), state=tmp_path)
     assert serial.mapping == pooled.mapping and serial.d_avg == pooled.d_avg
-    alone = [infer(SimulatedOracle(TRUTH), 4, replace(cfg, seed=5 + k)) for k in range(2)]
+    alone = [infer(SimulatedOracle(TRUTH), replace(cfg, seed=5 + k, restarts=1)) for k in range(2)]
     assert serial.d_avg == min(r.d_avg for r in alone)
-    assert all((tmp_path / f"restart-{k}" / "state.pickle").exists() for k in range(2))
-    with pytest.raises(ValidationError, match="restarts"):
-        infer(SimulatedOracle(TRUTH), 4, cfg, restarts=0)
+    assert all((tmp_path / f"restart-{k}" / "evolution.pickle").exists() for k in range(2))
+
+
+def test_presets_fill_only_what_is_not_given():
+    best, paper = PmevoOptions(ports=4).resolved(), PmevoOptions(ports=4, preset="paper").resolved()
+    assert (best.population, best.mutation, best.training, best.memetic_every, best.port_sweeps) == (200, 0.3, 5000, 2, 6)
+    assert (paper.population, paper.mutation, paper.volume_weight, paper.training, paper.port_sweeps,
+            paper.local_search) == (1000, 0.0, 1.0, 0, 0, None)
+    mine = PmevoOptions(ports=4, preset="paper", population=50, local_search=3, training=0).resolved()
+    assert (mine.population, mine.local_search, mine.training, mine.volume_weight) == (50, 3, 0, 1.0)
+    assert PmevoOptions(ports=4, memetic_every=0).evolution().memetic_every == 0  # a falsy value still overrides
+
+
+def test_a_time_limit_ends_the_evolution_and_a_deadline_the_port_sweeps():
+    """No timing thresholds: a zero time limit ends the evolution after its first generation,
+    and a passed deadline lets the final port search make exactly one pass."""
+    from pmsolve.infer.pmevo.evolution import Evolution
+    from pmsolve.infer.pmevo.port_search import port_search
+
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    ev = build_evaluator(4, insns, measured, None)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    run = Evolution(ev, single, EvolutionConfig(population=20, generations=None, seed=1, time_limit=0)).run()
+    assert run.generations == 1 and len(run.history) == 2
+    genome = random_genome(random.Random(3), 4, single)
+    scale = Scale.of(np.array([ev.objectives(genome)]), 0.01)
+    assert port_search(ev, genome, scale, sweeps=5, deadline=0.0) == port_search(ev, genome, scale, sweeps=1)
+    assert port_search(ev, genome, scale, sweeps=5) != port_search(ev, genome, scale, sweeps=1)
+
+
+def test_port_search_keeps_a_uop_for_every_scheme_on_two_ports():
+    """With two ports an instruction has few candidate moves: the screened short list then holds
+    forbidden ones ("remove the last µop"), which must stay forbidden."""
+    from pmsolve.infer.pmevo.port_search import port_search
+
+    two = PortMapping(["0", "1"], {"a": [(["0"], 1)], "b": [(["0", "1"], 1)], "c": [(["1"], 2)], "d": [(["0"], 1), (["1"], 1)]})
+    measured = measure_all(SimulatedOracle(two), two.instructions)
+    insns = list(two.instructions)
+    for e in random_training(insns, 200, (3, 5), seed=1):
+        measured[e] = float(evaluate_many(two, [e])[0])
+    ev = build_evaluator(2, insns, measured, None, max_width=5)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    rng = random.Random(2)
+    for _ in range(20):
+        genome = random_genome(rng, 2, single)
+        got, d, v = port_search(ev, genome, Scale.of(np.array([ev.objectives(genome)]), 0.01), sweeps=3)
+        assert all(got) and ev.objectives(got) == pytest.approx((d, v), rel=1e-5)
+
+
+def test_too_few_ports_is_caught_on_unseen_experiments():
+    result = infer(SimulatedOracle(TRUTH), options(ports=2, population=60, generations=10, seed=1))
+    assert not result.unseen.ok and result.unseen.mape > 0.1 and result.unseen.mismatches
+    assert "does not fit its own measurements" in result.unseen.cause and "`ports`" in result.unseen.cause
+    for m in result.unseen.mismatches:
+        assert m.experiment not in result.measurements
+        assert m.measured == pytest.approx(float(evaluate_many(TRUTH, [m.experiment])[0]))
+        assert abs(m.predicted - m.measured) > 0.1 * m.measured
+
+
+def test_restart_progress_names_the_run():
+    events = []
+    infer(SimulatedOracle(TRUTH), options(population=20, generations=2, seed=1, restarts=2), progress=events.append)
+    evolve = [e for e in events if e.stage == "evolve"]
+    assert {e.data["run"] for e in evolve} == {0, 1} and all(str(e).startswith("pmevo: run ") for e in evolve)

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from pmsolve.harness import RecordedOracle, SimulatedOracle
-from pmsolve.harness.store import (MeasurementStore, StoredOracle, canonical_experiment, machine_description,
-                                   machine_fingerprint, parse_experiment)
+from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.store import (MeasurementStore, canonical_experiment, machine_description, machine_fingerprint,
+                                   parse_experiment)
 from pmsolve.model import Experiment, PortMapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,14 +61,14 @@ class Counting(SimulatedOracle):
 def test_stored_oracle_reuses_and_keys_by_settings(tmp_path):
     store = MeasurementStore(tmp_path / "m.sqlite")
     inner = Counting(MAPPING)
-    so = StoredOracle(inner, store, settings={"x": 1})
+    so = CachingOracle.in_sqlite(inner, store, settings={"x": 1})
     exps = [Experiment({"a": 1}), Experiment({"a": 1, "b": 2}), Experiment({"d": 3})]
     first = so.measure(exps + exps[:1])
     assert first == inner.measure(exps + exps[:1])[:4]
     inner.asked.clear()
-    assert StoredOracle(inner, store, settings={"x": 1}).measure(exps) == first[:3]
+    assert CachingOracle.in_sqlite(inner, store, settings={"x": 1}).measure(exps) == first[:3]
     assert not inner.asked                                   # all answered from the store
-    StoredOracle(inner, store, settings={"x": 2}).measure(exps[:1])
+    CachingOracle.in_sqlite(inner, store, settings={"x": 2}).measure(exps[:1])
     assert inner.asked[exps[0]] == 1                         # other settings: measured again
     assert {k[2] for k in store.keys()} == {3, 1}
     # raw samples kept; a recorded oracle replays the store
@@ -90,18 +91,19 @@ def test_errors_are_stored_not_retried(tmp_path):
 
     store = MeasurementStore(tmp_path / "m.sqlite")
     inner = Flaky(MAPPING)
-    so = StoredOracle(inner, store, on_error="nan")
+    so = CachingOracle.in_sqlite(inner, store, on_error="nan")
     vals = so.measure([Experiment({"a": 1}), Experiment({"c": 1}), Experiment({"b": 1})])
     assert vals[0] == 1 and vals[2] == 0.5 and vals[1] != vals[1]
     with pytest.raises(PmsolveError, match="could not be measured"):
-        StoredOracle(inner, store).measure([Experiment({"c": 1})])
+        CachingOracle.in_sqlite(inner, store).measure([Experiment({"c": 1})])
     assert [r.error for r in store.rows() if not r.ok] == ["fault"]
 
 
 CAMPAIGN = textwrap.dedent("""
     import os, signal, sys
     from pmsolve.harness.simulated import SimulatedOracle
-    from pmsolve.harness.store import MeasurementStore, StoredOracle
+    from pmsolve.harness.cache import CachingOracle
+    from pmsolve.harness.store import MeasurementStore
     from pmsolve.model import Experiment, PortMapping
 
     m = PortMapping.two_level(["0", "1", "2"], {"a": ["0"], "b": ["0", "1"], "c": ["2"], "d": ["1", "2"]})
@@ -121,7 +123,7 @@ CAMPAIGN = textwrap.dedent("""
                     os.kill(os.getpid(), signal.SIGKILL)   # resumed by the store after its put() returned
 
     exps = [Experiment({"a": i % 3 + 1, "b": i // 3 + 1, "c": 1}) for i in range(30)]
-    vals = StoredOracle(Streaming(m), MeasurementStore(db), settings={"t": 1}).measure(exps)
+    vals = CachingOracle.in_sqlite(Streaming(m), db, settings={"t": 1}).measure(exps)
     print(",".join(map(str, vals)))
 """)
 EXPS = [Experiment({"a": i % 3 + 1, "b": i // 3 + 1, "c": 1}) for i in range(30)]
@@ -172,13 +174,71 @@ def test_store_oracle_spec(tmp_path):
     from pmsolve.harness import open_oracle
 
     db = tmp_path / "m.sqlite"
-    so = StoredOracle(SimulatedOracle(MAPPING), MeasurementStore(db), settings={"k": 1})
+    so = CachingOracle.in_sqlite(SimulatedOracle(MAPPING), MeasurementStore(db), settings={"k": 1})
     vals = so.measure([Experiment({"a": 1}), Experiment({"b": 3})])
     rec = open_oracle(f"store:{db}")
     assert rec.measure([Experiment({"b": 3}), Experiment({"a": 1})]) == vals[::-1]
-    StoredOracle(SimulatedOracle(MAPPING, noise=0.1), MeasurementStore(db)).measure([Experiment({"a": 1})])
+    CachingOracle.in_sqlite(SimulatedOracle(MAPPING, noise=0.1), MeasurementStore(db)).measure([Experiment({"a": 1})])
     with pytest.raises(ValidationError, match="2 matching"):
         open_oracle(f"store:{db}")
     assert open_oracle(f"store:{db}?settings=" + '{"k":1}').measure([Experiment({"a": 1})]) == vals[:1]
     with pytest.raises(ValidationError, match="does not exist"):
         open_oracle(f"store:{tmp_path / 'nope.sqlite'}")
+
+
+# --------------------------------------------------------------------------- the caching oracle, fingerprints
+
+def test_oracle_fingerprints_follow_what_determines_the_answers():
+    from pmsolve.harness import oracle_fingerprint
+    from pmsolve.model import Measurement
+
+    base = oracle_fingerprint(SimulatedOracle(MAPPING, noise=0.01, seed=1, r_max=3))
+    assert base == oracle_fingerprint(SimulatedOracle(PortMapping.two_level(
+        ["0", "1", "2"], {"d": ["2", "1"], "c": ["2"], "b": ["1", "0"], "a": ["0"]}), noise=0.01, seed=1, r_max=3))
+    other = PortMapping.two_level(["0", "1", "2"], {"a": ["0"], "b": ["0", "1"], "c": ["2"], "d": ["2"]})
+    for changed in (SimulatedOracle(other, noise=0.01, seed=1, r_max=3), SimulatedOracle(MAPPING, noise=0.02, seed=1, r_max=3),
+                    SimulatedOracle(MAPPING, noise=0.01, seed=2, r_max=3), SimulatedOracle(MAPPING, noise=0.01, seed=1),
+                    SimulatedOracle(MAPPING, noise=0.01, seed=1, r_max=3, uop_counter=True)):
+        assert oracle_fingerprint(changed) != base
+    rec = [Measurement(Experiment({"a": 1}), 1.0), Measurement(Experiment({"b": 2}), 1.0)]
+    assert oracle_fingerprint(RecordedOracle(rec)) == oracle_fingerprint(RecordedOracle(rec[::-1]))
+    assert oracle_fingerprint(RecordedOracle(rec)) != oracle_fingerprint(RecordedOracle(rec[:1] + [
+        Measurement(Experiment({"b": 2}), 1.5)]))
+
+
+def test_the_sqlite_store_keeps_the_answers_of_different_simulated_truths_apart(tmp_path):
+    """Two truths with the same shape used to share a key (their describe() text): the second
+    replayed the first one's answers. Keyed by the oracle's fingerprint, each gets its own."""
+    other = PortMapping.two_level(["0", "1", "2"], {"a": ["0"], "b": ["0", "1"], "c": ["2"], "d": ["2"]})
+    assert SimulatedOracle(other).describe() == SimulatedOracle(MAPPING).describe()
+    db = tmp_path / "m.sqlite"
+    e = [Experiment({"d": 2})]
+    assert CachingOracle.in_sqlite(SimulatedOracle(MAPPING), db).measure(e) == [1.0]
+    second = CachingOracle.in_sqlite(Counting(other), db)
+    assert second.measure(e) == [2.0] and second.measured == 1
+    assert len(MeasurementStore(db).keys()) == 2
+
+
+def test_caching_oracle_in_a_state_file_resumes_and_refuses_another_oracle(tmp_path):
+    from pmsolve.errors import ValidationError
+    from pmsolve.fileio import StateFile
+    from pmsolve.harness import oracle_fingerprint
+
+    path = tmp_path / "s.json"
+    exps = [Experiment({"a": 1}), Experiment({"b": 1, "d": 2}), Experiment({"a": 1})]
+    inner = Counting(MAPPING, uop_counter=True)
+    first = CachingOracle.in_state(inner, StateFile(path, "test", {"oracle": oracle_fingerprint(inner)}))
+    values = first.measure(exps)
+    assert first.uop_counts(exps[:1]) == [1.0] and first.measured == 2 and set(inner.asked.values()) == {1}
+    again = Counting(MAPPING, uop_counter=True)
+    state = StateFile(path, "test", {"oracle": oracle_fingerprint(again)})
+    cached = CachingOracle.in_state(again, state)
+    assert state.resumed and cached.known() == exps[:2]
+    assert cached.measure(exps[::-1]) == values[::-1] and cached.uop_counts(exps[:1]) == [1.0]
+    assert not again.asked and cached.measured == 0                 # everything came from the file
+    before = path.read_bytes()
+    with pytest.raises(ValidationError, match=r"another run \(oracle\.noise: 0\.0 in the file, 0\.1 now\).*delete it"):
+        StateFile(path, "test", {"oracle": oracle_fingerprint(SimulatedOracle(MAPPING, noise=0.1, uop_counter=True))})
+    with pytest.raises(ValidationError, match="a test state file, not a cegis one"):
+        StateFile(path, "cegis", {"oracle": oracle_fingerprint(again)})
+    assert path.read_bytes() == before

@@ -29,7 +29,7 @@ from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
 from pmsolve.anica.uops import uop_counts
 from pmsolve.errors import FormatError, ValidationError
-from pmsolve.fileio import atomic_write_text
+from pmsolve.fileio import atomic_write_text, digest, refuse_other_run
 from pmsolve.isa import load_catalogue
 from pmsolve.predictors.base import Predictor
 
@@ -93,9 +93,10 @@ class State:
     finished: bool = False
     kept: list[int] | None = None
     predicted: int = 0
+    fingerprint: dict[str, Any] | None = None  # what the campaign's results depend on (see Campaign)
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "batch": self.batch, "pos": self.pos, "sampled": self.sampled,
+        return {"config": self.config.to_json(), "fingerprint": self.fingerprint, "batch": self.batch, "pos": self.pos, "sampled": self.sampled,
                 "interesting": self.interesting, "subsumed": self.subsumed, "since_new": self.since_new,
                 "elapsed": self.elapsed, "unsupported": self.unsupported, "finished": self.finished,
                 "kept": self.kept, "predicted": self.predicted,
@@ -107,7 +108,7 @@ class State:
             return cls(Config.from_json(d["config"]), d["batch"], d["pos"], d["sampled"], d["interesting"],
                        d["subsumed"], d["since_new"], d["elapsed"], d.get("unsupported"),
                        [Discovery.from_json(x) for x in d["discoveries"]], d.get("finished", False),
-                       d.get("kept"), d.get("predicted", 0))
+                       d.get("kept"), d.get("predicted", 0), d.get("fingerprint"))
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"campaign state is malformed: {exc}") from None
 
@@ -143,19 +144,22 @@ class Campaign:
         self.a, self.b = a, b
         self.progress = progress or (lambda msg: print(f"[anica] {msg}", file=sys.stderr, flush=True))
         path = self.folder / STATE
+        full = universe or build_universe(cfg)
+        # what the results depend on: the configuration (budgets and workers may change on resume),
+        # both predictors (their names include everything their answers depend on) and the universe
+        fingerprint = {"config": _identity(cfg), "predictors": [a.name, b.name],
+                       "universe": digest("|".join(f.key for f in full.forms))}
         if path.exists():
             self.state = load_state(self.folder)
-            if _identity(self.state.config) != _identity(cfg):
-                raise ValidationError(f"{path} was started with a different configuration; "
-                                      "use a new folder or the same config to resume (budgets and "
-                                      "workers may change)")
+            stored = self.state.fingerprint or {"config": _identity(self.state.config)}  # an older state file
+            refuse_other_run(path, "AnICA campaign", stored, {k: fingerprint.get(k) for k in stored})
             self.state.config = cfg
             self.progress(f"resuming at batch {self.state.batch}, {len(self.state.discoveries)} discoveries")
         else:
             self.state = State(cfg)
+        self.state.fingerprint = fingerprint
         self.cfg = cfg
         self.state.finished = self.state.finished and self._done() is not None
-        full = universe or build_universe(cfg)
         self.pair = PredictorPair(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers, executor=executor)
         self._predicted0 = self.state.predicted
         if self.state.unsupported is None:

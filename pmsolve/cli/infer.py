@@ -8,7 +8,7 @@ reads an oracle spec (:func:`~pmsolve.harness.oracle.open_oracle`) and writes a 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,7 +24,8 @@ from pmsolve.infer.cegis import CegisOptions
 from pmsolve.infer.cegis import infer as cegis_infer
 from pmsolve.infer.explain import ExplainOptions, explain
 from pmsolve.infer.explain.hooks import get_hook
-from pmsolve.infer.pmevo import EvolutionConfig, stderr_progress
+from pmsolve.infer.common import rename_options
+from pmsolve.infer.pmevo import PmevoOptions
 from pmsolve.infer.pmevo import infer as pmevo_infer
 from pmsolve.jobs.host import JobConfig, render, run
 from pmsolve.model import Experiment, sort_ports
@@ -111,40 +112,67 @@ def cmd_infer_main(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- pmevo
 
+#: The library's option names as the inference commands spell them (in warnings and hints).
+INFER_FLAGS = {"ports": "--ports", "noise_epsilon": "--epsilon", "r_max": "--r-max", "training": "--training",
+               "budget_seconds": "--minutes"}
+
+
+def stderr_progress(event: object) -> None:
+    """Progress of an inference algorithm (a ProgressEvent): one line on stderr."""
+    print(event, file=sys.stderr, flush=True)
+
+
+def _ports_arg(text: str) -> int | list[str]:
+    """--ports: a count, or the port names separated by commas."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    names = [p.strip() for p in text.split(",")]
+    if not all(names):
+        raise ValidationError(f"--ports must be a count or comma-separated port names, got {text!r}")
+    return names
+
+
 def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
     p = algorithms.add_parser("pmevo", help="PMEvo: evolutionary inference from singleton and pair experiments",
-                              description="PMEvo (dissertation ch. 5): measure singletons, pairs and ratio pairs, "
-                                          "merge congruent schemes, evolve a three-level mapping (DEAP), polish it "
-                                          "by local search. Interrupt and rerun with the same --checkpoint to resume.")
+                              description="PMEvo (dissertation ch. 5): measure singletons, pairs and ratio pairs "
+                                          "(and random training experiments), merge congruent schemes, evolve a "
+                                          "three-level mapping (DEAP) for a time budget, polish it by local search, "
+                                          "check it on unseen experiments. Interrupt and rerun with the same "
+                                          "--checkpoint to resume.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
-    p.add_argument("--population", type=int, help="population size N (default 1000)")
-    p.add_argument("--generations", type=int, help="generation limit G (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (runs are deterministic under it)")
+    p.add_argument("--ports", required=True, help="number of execution ports K, or their names (a,b,c)")
+    p.add_argument("--minutes", type=float, default=2.0,
+                   help="time budget of the search in minutes (default 2; 0: no budget, use --generations)")
+    p.add_argument("--preset", choices=("best", "paper"), default="best",
+                   help="best: the best configuration measured here (default); paper: the PLDI'20 algorithm "
+                        "(population 1000, no mutation, volume weight 1, no extensions)")
+    p.add_argument("--generations", type=int, help="cap on the generations (default: none, the budget decides)")
+    p.add_argument("--population", type=int, help="population size N (best: 200, paper: 1000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (deterministic with --minutes 0)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes for fitness evaluation")
     p.add_argument("--checkpoint", metavar="DIR", help="folder for measurements and per-generation state")
-    p.add_argument("--epsilon", type=float, default=0.05, help="congruence filtering tolerance (default 0.05)")
+    p.add_argument("--epsilon", type=float, default=0.05,
+                   help="congruence filtering tolerance, relative (default 0.05)")
     p.add_argument("--r-max", type=float, help="model a front end of at most R_MAX instructions per cycle")
-    p.add_argument("--mutation", type=float, default=0.0,
-                   help="mutation probability per child (default 0, as in the paper)")
+    p.add_argument("--mutation", type=float, help="mutation probability per child (best: 0.3, paper: 0)")
     p.add_argument("--volume-weight", type=float,
-                   help="weight of the normalised µop volume against the normalised error "
-                        "(default 0.01; the paper: 1)")
-    p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (default: all)")
+                   help="weight of the normalised µop volume against the normalised error (best: 0.01, paper: 1)")
+    p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (best: 10, "
+                                                    "paper: all)")
     p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
-    g = p.add_argument_group("extensions beyond the paper (off by default; see the README's PMEvo figures)")
-    g.add_argument("--training", type=int, default=0, metavar="N",
-                   help="also fit N random experiments (seeded apart from any evaluation set)")
+    g = p.add_argument_group("extensions beyond the paper (the best preset's values in brackets)")
+    g.add_argument("--training", type=int, metavar="N",
+                   help="also fit N random experiments, seeded apart from any evaluation set [5000]")
     g.add_argument("--training-sizes", default="3-5", metavar="MIN-MAX", help="their length in schemes (default 3-5)")
-    g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings")
-    g.add_argument("--memetic-every", type=int, default=0, metavar="K",
+    g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings [2]")
+    g.add_argument("--memetic-every", type=int, metavar="K",
                    help="local search with compound moves (a µop's port set and count together, add one, "
-                        "collapse a scheme into one µop) on the best individuals every K generations")
-    g.add_argument("--port-sweeps", type=int, default=0, help="passes of port-set search at the end")
-    g.add_argument("--port-top", type=int, default=2, help="how many of the best mappings port-set search polishes")
-    g.add_argument("--evolve-minutes", type=float, help="stop evolving after this long (then local search)")
-    g.add_argument("--restarts", type=int, default=1, metavar="R",
-                   help="R independent evolutions (seeds SEED..SEED+R-1, one per worker); keep the best fit")
+                        "collapse a scheme into one µop) on the best individuals every K generations [2]")
+    g.add_argument("--port-sweeps", type=int, help="passes of port-set search at the end [6]")
+    g.add_argument("--port-top", type=int, help="how many of the best mappings port-set search polishes [3]")
+    g.add_argument("--restarts", type=int, metavar="R",
+                   help="R independent evolutions (seeds SEED..SEED+R-1, one per worker); keep the best fit [1]")
     add_mapping_output(p)
     add_quiet_argument(p)
     add_json_argument(p)
@@ -164,26 +192,29 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
         check_output_path(args.out)
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
-    given = {k: getattr(args, k) for k in ("population", "generations", "volume_weight", "init_uops")
+    given = {k: getattr(args, k) for k in ("population", "mutation", "volume_weight", "local_search", "patience",
+                                           "port_sweeps", "port_top", "memetic_every", "init_uops", "training",
+                                           "restarts")
              if getattr(args, k) is not None}
-    config = EvolutionConfig(seed=args.seed, mutation=args.mutation, local_search=args.local_search,
-                             patience=args.patience, port_sweeps=args.port_sweeps, port_top=args.port_top,
-                             memetic_every=args.memetic_every,
-                             time_limit=None if args.evolve_minutes is None else 60 * args.evolve_minutes, **given)
-    result = pmevo_infer(oracle, args.ports, config, epsilon=args.epsilon, r_max=args.r_max, workers=args.workers,
-                         checkpoint=args.checkpoint, progress=None if args.quiet else stderr_progress,
-                         training=args.training, training_sizes=_training_sizes(args.training_sizes),
-                         restarts=args.restarts)
+    options = PmevoOptions(ports=_ports_arg(args.ports), preset=args.preset,
+                           budget_seconds=None if args.minutes == 0 else 60 * args.minutes,
+                           generations=args.generations, seed=args.seed, congruence_epsilon=args.epsilon,
+                           r_max=args.r_max, training_sizes=_training_sizes(args.training_sizes),
+                           workers=args.workers, **given)
+    result = pmevo_infer(oracle, options, state=args.checkpoint, progress=None if args.quiet else stderr_progress)
     if args.out:
         save_mapping(result.mapping, args.out, args.to)
     if args.json:
         emit_json({"d_avg": result.d_avg, "volume": result.volume, "experiments": result.n_experiments,
                    "generations": result.evolution.generations, "evaluations": result.evolution.evaluations,
                    "seconds": result.seconds, "classes": result.congruence.classes,
+                   "unseen": result.unseen.to_json() if result.unseen else None,
                    "mapping": {i: [{"ports": sort_ports(u.ports), "count": u.count} for u in us]
                                for i, us in result.mapping.uops.items()}})
         return 0
     print(result.table())
+    if result.unseen is not None:
+        print("\n" + result.unseen.describe(INFER_FLAGS))
     if args.out:
         print(f"\nwrote {args.out}")
     return 0
@@ -199,7 +230,7 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
                                           "persist in --state (default OUT.cegis-state.json); rerun the same command "
                                           "to continue.")
     add_oracle_argument(p)
-    p.add_argument("--ports", type=int, required=True, help="number of execution ports K")
+    p.add_argument("--ports", required=True, help="number of execution ports K, or their names (a,b,c)")
     add_backend_argument(p)
     p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
                    help="mapping space (power-set: µops = all port sets; very expensive)")
@@ -241,22 +272,18 @@ def _cegis_uops(spec: str | None, oracle: Oracle, kind: str) -> dict[str, int] |
 def cmd_infer_cegis(args: argparse.Namespace) -> int:
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
-    if args.ports < 1:
-        raise ValidationError(f"--ports must be at least 1, got {args.ports}")
     state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
     if args.out:
         check_output_path(args.out)
     if state:
         check_output_path(state, "state file")
-    options = CegisOptions(kind=args.kind, uops_per_insn=_cegis_uops(args.uops, oracle, args.kind),
-                           max_count=args.max_count,
-                           epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
+    options = CegisOptions(ports=_ports_arg(args.ports), kind=args.kind,
+                           uops_per_insn=_cegis_uops(args.uops, oracle, args.kind), max_count=args.max_count,
+                           noise_epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
                            r_max=Fraction(args.r_max).limit_denominator(10**6) if args.r_max else None,
                            backend=args.backend, strategy=args.strategy, initial=args.initial,
                            symmetry=not args.no_symmetry, final_bound=args.final_bound, timeout=args.timeout)
-    if state and os.path.exists(state) and not args.quiet:
-        say(f"state file {state} exists: continuing that run")
-    result = cegis_infer(oracle, args.ports, options, state=state, progress=None if args.quiet else say)
+    result = cegis_infer(oracle, options, state=state, progress=None if args.quiet else stderr_progress)
     if result.mapping is not None and args.out:
         save_mapping(result.mapping, args.out, args.to)
     if args.json:
@@ -269,18 +296,22 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
                    "witnesses": [{"experiment": dict(w.experiment.items()), "measured": fraction_text(w.measured),
                                   "ruled_out": [{"mapping": mapping_to_json(m), "predicted": fraction_text(t)}
                                                 for m, t in w.ruled_out]} for w in result.witnesses],
+                   "unseen": result.unseen.to_json() if result.unseen else None,
                    "conflict": None if conflict is None else {
                        "experiments": [{"experiment": dict(e.items()), "cycles": fraction_text(t)}
                                        for e, t in conflict.experiments],
-                       "instructions": list(conflict.instructions), "constraints": list(conflict.constraints)}})
+                       "instructions": list(conflict.instructions), "constraints": list(conflict.constraints),
+                       "hint": rename_options(conflict.hint, INFER_FLAGS) or None}})
         return 0 if result.status == "inferred" else EXIT_NO
     if result.status == "inconsistent" and result.conflict is not None:
-        print(result.conflict.describe())
+        print(result.conflict.describe(INFER_FLAGS))
         return EXIT_NO
     print(result.mapping)
     print(f"\n{result.status}: {result.proof}")
-    print(f"{len(result.measurements)} measurements ({result.initial} initial, {result.added_experiments} "
+    print(f"{len(result.measurements)} measurements ({result.initial} initial, {len(result.added_experiments)} "
           f"counterexamples) in {result.stats.get('seconds', 0):.1f}s on {result.stats.get('backend')}")
+    if result.unseen is not None:
+        print(result.unseen.describe(INFER_FLAGS))
     if result.witnesses:
         print("\nwhy each counterexample was measured:")
         for w in result.witnesses:

@@ -100,7 +100,7 @@ class HardwareOracle:
 
     ``instructions`` defaults to every scheme offered on this host. ``on_error="raise"`` makes
     :meth:`measure` raise after everything else was measured (and stored, if wrapped in a
-    :class:`~pmsolve.harness.store.StoredOracle`); ``"nan"`` returns NaN for failed experiments.
+    :class:`~pmsolve.harness.cache.CachingOracle`); ``"nan"`` returns NaN for failed experiments.
     """
 
     def __init__(self, instructions: Sequence[str] | None = None, settings: HarnessSettings = HarnessSettings(), *,
@@ -141,6 +141,12 @@ class HardwareOracle:
 
     def fingerprint_settings(self) -> dict:
         return {"oracle": "hardware", **self.settings.key()}
+
+    def fingerprint(self) -> dict:
+        """This machine's fingerprint and the harness settings (the measurement store's key)."""
+        from pmsolve.harness.store import machine_fingerprint
+
+        return {"kind": "hardware", "machine": machine_fingerprint(), "settings": self.fingerprint_settings()}
 
     def measure(self, experiments: Sequence[Experiment]) -> list[float]:
         experiments = list(experiments)

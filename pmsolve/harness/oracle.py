@@ -10,37 +10,15 @@ hardware oracle is wrapped in its measurement store.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
 from urllib.parse import parse_qsl
 
 from pmsolve.errors import ValidationError
+from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings
+from pmsolve.harness.protocol import Oracle
 from pmsolve.harness.recorded import RecordedOracle
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.harness.store import MeasurementStore, StoredOracle
-from pmsolve.model import Experiment
-
-
-@runtime_checkable
-class Oracle(Protocol):
-    """Answers throughput experiments.
-
-    ``measure`` returns one inverse throughput (cycles per loop iteration) per experiment, in
-    order. ``uop_counts`` returns the total µops per iteration, or raises
-    :class:`~pmsolve.errors.ValidationError` when ``has_uop_counter`` is false.
-    """
-
-    @property
-    def instructions(self) -> tuple[str, ...]: ...
-
-    @property
-    def has_uop_counter(self) -> bool: ...
-
-    def measure(self, experiments: Sequence[Experiment]) -> list[float]: ...
-
-    def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]: ...
-
-    def describe(self) -> str: ...
+from pmsolve.harness.store import MeasurementStore
 
 
 ORACLE_KINDS = ("simulated", "recorded", "hardware", "store")
@@ -84,7 +62,7 @@ def open_oracle(spec: str) -> Oracle:
     raise ValidationError(f"unknown oracle kind {kind!r} in {spec!r}: choose one of {', '.join(ORACLE_KINDS)}")
 
 
-def _hardware(path: str, options: dict[str, str]) -> HardwareOracle | StoredOracle:
+def _hardware(path: str, options: dict[str, str]) -> HardwareOracle | CachingOracle:
     """``hardware:STORE[?rounds=..&target_ticks=..&noise_tolerance=..&max_retries=..]`` (``-``: no store)."""
     known = {"rounds": int, "target_ticks": int, "noise_tolerance": float, "max_retries": int}
     unknown = set(options) - set(known)
@@ -97,7 +75,7 @@ def _hardware(path: str, options: dict[str, str]) -> HardwareOracle | StoredOrac
     oracle = HardwareOracle(settings=settings)
     if path in ("", "-"):
         return oracle
-    return StoredOracle(oracle, MeasurementStore(path))
+    return CachingOracle.in_sqlite(oracle, MeasurementStore(path))
 
 
 def _replay_store(path: str, options: dict[str, str]) -> RecordedOracle:

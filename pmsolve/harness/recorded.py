@@ -3,6 +3,7 @@ measured elsewhere. It refuses experiments that were not recorded instead of gue
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Iterable, Sequence
 
@@ -58,6 +59,13 @@ class RecordedOracle:
         experiments = list(experiments)
         self._missing(experiments, self._uops)
         return [self._uops[e] for e in experiments]
+
+    def fingerprint(self) -> dict:
+        """A digest of the recorded values (and µop counts): the same data gives the same fingerprint."""
+        from pmsolve.fileio import digest
+
+        rows = sorted((";".join(f"{n}:{c}" for n, c in e.items()), v, self._uops.get(e)) for e, v in self._values.items())
+        return {"kind": "recorded", "data": digest(json.dumps(rows))}
 
     def describe(self) -> str:
         return f"recorded oracle ({self.source}: {len(self._values)} experiments, {len(self._insns)} instructions)"

@@ -5,6 +5,7 @@ order or batching of queries and runs are reproducible."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -76,6 +77,14 @@ class SimulatedOracle:
         if not self._uop_counter:
             raise ValidationError("this simulated oracle has no µop counter (enable it with uops=1)")
         return [float(sum(self.mapping.uop_masses(e).values())) for e in experiments]
+
+    def fingerprint(self) -> dict:
+        """The mapping's digest, noise, seed, R_max and µop counter: everything the answers depend on."""
+        from pmsolve.fileio import canonical, digest
+        from pmsolve.formats import mapping_to_json
+
+        return {"kind": "simulated", "mapping": digest(json.dumps(canonical(mapping_to_json(self.mapping)))),
+                "noise": self.noise, "seed": self.seed, "r_max": self.r_max, "uop_counter": self._uop_counter}
 
     def describe(self) -> str:
         extra = [f"r_max={self.r_max}"] if self.r_max else []

@@ -15,8 +15,9 @@ included; not a power loss, which ``synchronous=NORMAL`` does not cover):
 * a rerun measures exactly the experiments without a row, once each: nothing stored is
   measured again, and the lost in-flight results are measured a second time.
 
->>> store = MeasurementStore("measurements.sqlite")               # doctest: +SKIP
->>> oracle = StoredOracle(HardwareOracle(), store)                 # doctest: +SKIP
+Oracles use it through the one caching oracle, :mod:`pmsolve.harness.cache`:
+
+>>> oracle = CachingOracle.in_sqlite(HardwareOracle(), "measurements.sqlite")  # doctest: +SKIP
 >>> oracle.measure([Experiment({"add_r64_r64": 1})])               # measured once, then read back
 """
 
@@ -31,9 +32,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable
 
-from pmsolve.errors import FormatError, MeasurementError, PmsolveError
+from pmsolve.errors import FormatError
 from pmsolve.harness.cpu import host_cpu
 from pmsolve.model import Experiment, Measurement
 
@@ -178,103 +179,3 @@ class MeasurementStore:
         return list(self.db.execute("SELECT machine, settings, COUNT(*) FROM measurements GROUP BY machine, settings"))
 
 
-class StoredOracle:
-    """Wraps any oracle: answers from the store when it can, measures the rest through the inner
-    oracle and commits each answer as soon as it exists. Inner oracles with ``measure_iter``
-    (the hardware oracle) stream results one by one; others are asked in ``chunk``-sized batches.
-
-    ``machine`` defaults to this machine's fingerprint for the hardware oracle and to the inner
-    oracle's ``describe()`` otherwise; ``settings`` to the inner oracle's
-    ``fingerprint_settings()`` (or ``{}``). Failed experiments are stored with their error and
-    not retried unless ``retry_errors``.
-    """
-
-    def __init__(self, inner, store: MeasurementStore, *, machine: str | None = None,
-                 settings: dict[str, Any] | None = None, chunk: int = 16, retry_errors: bool = False,
-                 on_error: str = "raise"):
-        self.inner = inner
-        self.store = store
-        if machine is None:
-            if type(inner).__name__ == "HardwareOracle":
-                desc = machine_description()
-                machine = machine_fingerprint(desc)
-                store.register_machine(machine, desc)
-            else:
-                machine = "oracle:" + hashlib.sha256(inner.describe().encode()).hexdigest()[:16]
-                store.register_machine(machine, {"oracle": inner.describe()})
-        self.machine = machine
-        fs = getattr(inner, "fingerprint_settings", None)
-        self.settings = canonical_settings(settings if settings is not None else (fs() if fs else {}))
-        self.chunk = max(1, chunk)
-        self.retry_errors = retry_errors
-        self.on_error = on_error
-        self.measured = 0   # experiments this object had the inner oracle measure
-        self.reused = 0
-
-    @property
-    def instructions(self) -> tuple[str, ...]:
-        return self.inner.instructions
-
-    @property
-    def has_uop_counter(self) -> bool:
-        return self.inner.has_uop_counter
-
-    def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]:
-        return self.inner.uop_counts(experiments)
-
-    def describe(self) -> str:
-        return f"{self.inner.describe()} via store {self.store.path}"
-
-    def rows(self, experiments: Sequence[Experiment]) -> dict[Experiment, StoredRow]:
-        """Measure what is missing and return every experiment's stored row."""
-        experiments = list(experiments)
-        unique = list(dict.fromkeys(experiments))
-        have = self.store.get(self.machine, self.settings, unique)
-        missing = [e for e in unique if e not in have or (self.retry_errors and not have[e].ok)]
-        self.reused += len(unique) - len(missing)
-        for e, cycles, extra in self._measure(missing):
-            self.store.put(self.machine, self.settings, e, cycles, **extra)
-            self.measured += 1
-        return self.store.get(self.machine, self.settings, unique)
-
-    def _measure(self, missing: list[Experiment]) -> Iterator[tuple[Experiment, float | None, dict]]:
-        if not missing:
-            return
-        stream = getattr(self.inner, "measure_iter", None)
-        if stream is not None:
-            for _, r in stream(missing):
-                yield r.experiment, r.cycles, {"spread": r.spread, "noisy": r.noisy, "attempts": r.attempts,
-                                               "error": r.error,
-                                               "samples": {"variants": r.samples, "reference": r.reference,
-                                                           "ratios": r.ratios} if r.samples else None}
-            return
-        for i in range(0, len(missing), self.chunk):
-            part = missing[i:i + self.chunk]
-            try:
-                values = self.inner.measure(part)
-            except PmsolveError as exc:
-                if len(part) == 1:
-                    yield part[0], None, {"error": str(exc)}
-                    continue
-                for e in part:  # find the failing ones
-                    yield from self._measure_single(e)
-                continue
-            for e, v in zip(part, values):
-                yield e, float(v), {"samples": [float(v)]}
-
-    def _measure_single(self, e: Experiment) -> Iterator[tuple[Experiment, float | None, dict]]:
-        try:
-            v = self.inner.measure([e])[0]
-            yield e, float(v), {"samples": [float(v)]}
-        except PmsolveError as exc:
-            yield e, None, {"error": str(exc)}
-
-    def measure(self, experiments: Sequence[Experiment]) -> list[float]:
-        experiments = list(experiments)
-        rows = self.rows(experiments)
-        bad = [rows[e] for e in dict.fromkeys(experiments) if not rows[e].ok]
-        if bad and self.on_error == "raise":
-            shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])
-            raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown} "
-                                   f"(stored in {self.store.path}; rerun with retry_errors to try again)")
-        return [rows[e].cycles if rows[e].ok else float("nan") for e in experiments]

@@ -37,7 +37,7 @@ from pmsolve.harness.allocation import allocate, body
 from pmsolve.harness.cpu import CpuIdentity, host_cpu, reference_singles
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.harness.store import MeasurementStore, StoredOracle
+from pmsolve.harness.cache import CachingOracle
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, explain
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
@@ -237,7 +237,7 @@ def _inference_experiments(state: Path) -> set[Experiment]:
         data = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return set()
-    return {Experiment(c) for c, _ in data.get("measurements", [])}
+    return {Experiment(r["experiment"]) for r in data.get("data", {}).get("measurements", [])}
 
 
 def _on_hardware(config: JobConfig, say: Say) -> HostReport:
@@ -259,8 +259,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             say(f"  {done[0]} experiments measured ({time.monotonic() - t0:.0f} s)")
 
     hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
-    store = MeasurementStore(work / "measurements.sqlite")
-    oracle = StoredOracle(hw, store, on_error="nan")
+    oracle = CachingOracle.in_sqlite(hw, work / "measurements.sqlite", on_error="nan")
     try:
         singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
         bad = [n for n, v in singles.items() if not (v == v and v > 0)]
@@ -313,15 +312,13 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
 
 
 def _pmevo(oracle, names: list[str], r_max: float | None, config: JobConfig, work: Path, say: Say) -> PortMapping:
-    """PMEvo (ch. 5) on the same schemes, for comparison, within the configured minutes."""
-    from pmsolve.infer.pmevo import EvolutionConfig, infer
+    """PMEvo (ch. 5, its best preset) on the same schemes, for comparison, within the budget."""
+    from pmsolve.infer.pmevo import PmevoOptions, infer
 
-    evo = EvolutionConfig(seed=config.seed, population=200, generations=400, mutation=0.3, local_search=10,
-                          memetic_every=2, port_sweeps=6, port_top=3, init_uops=2,
-                          time_limit=60 * config.pmevo_minutes)
-    say(f"  PMEvo on the {len(names)} mapped schemes ({config.pmevo_minutes:g} min of evolution)")
-    return infer(oracle, 10, evo, instructions=list(names), r_max=r_max, workers=1,
-                 checkpoint=str(work / "pmevo-checkpoint")).mapping
+    options = PmevoOptions(ports=10, instructions=tuple(names), r_max=r_max, seed=config.seed,
+                           budget_seconds=60 * config.pmevo_minutes, check_experiments=0)
+    say(f"  PMEvo on the {len(names)} mapped schemes ({config.pmevo_minutes:g} min budget)")
+    return infer(oracle, options, state=str(work / "pmevo-checkpoint")).mapping
 
 
 def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:

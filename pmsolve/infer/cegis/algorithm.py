@@ -1,14 +1,11 @@
-"""Counter-example-guided port mapping inference (dissertation ch. 4, Alg. 4.1).
-
-    Experiments ← initial experiments (singletons; optionally pairs)
-    loop: m1 ← findMapping(Experiments)          — None: the measurements contradict the model
-          m2, e ← findOtherMapping(Experiments, m1) — None: m1 is indistinguishable, return it
-          Experiments ← Experiments ∪ {(e, measure(e))}
+"""Counter-example-guided port mapping inference (dissertation ch. 4, Alg. 4.1): see
+:meth:`Cegis.run` for the algorithm, :class:`~pmsolve.infer.cegis.options.CegisOptions` for its
+levers.
 
 Two ways to implement findOtherMapping are offered (``strategy``):
 
 * ``"joint"`` — the dissertation's: one solver call over a free mapping *and* a free experiment
-  of at most b instructions (stratified b = 1, 2, …, max_bound, then final_bound);
+  of at most b instructions (stratified b = 1, 2, …, max_bound, then final_bound; sec. 4.3);
 * ``"split"`` (default) — the same question in two easier steps: findMapping again with m1 (and
   mappings already shown equivalent to it) blocked gives competing candidates m2…; the smallest
   experiment separating m1 from them is found by screening every experiment of ≤ screen_bound
@@ -20,15 +17,21 @@ Both run in one incremental solver session; port-renaming symmetry is broken by 
 port columns of the mapping lexicographically (and, for fixed µop counts, the µop rows of each
 instruction), so each class of renamed mappings is searched once. Every mapping and experiment a
 solver returns is re-checked with the exact bottleneck formula in Fractions before it is used.
+
+Measurements go through a caching oracle kept in a fingerprinted state file
+(:class:`~pmsolve.fileio.StateFile`, :class:`~pmsolve.harness.cache.CachingOracle`), with the
+witness of every counterexample, so an interrupted run resumes without measuring anything twice
+and a state file of another oracle or space is refused.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
@@ -37,193 +40,37 @@ from pmsolve.encodings.mappings import fixed_mapping
 from pmsolve.encodings.relate import differ, relate_throughput, separation
 from pmsolve.encodings.symmetry import lex_geq
 from pmsolve.errors import SolverError, ValidationError
+from pmsolve.fileio import StateFile
+from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.cegis.encode import observation_bounds
+from pmsolve.infer.cegis.options import CegisOptions, MappingVars, as_fraction
+from pmsolve.infer.cegis.result import CegisResult, Conflict, Refutation, compact, conflict_hint
 from pmsolve.infer.cegis.screen import Screen, count_experiments
-from pmsolve.infer.cegis.store import MeasurementLog, as_fraction
+from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_names
+from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.symbolic import (
-    And,
-    Bool,
-    BoolVar,
-    Formula,
-    Iff,
-    Int,
-    Ne,
-    Not,
-    Or,
-    Problem,
-    Sum,
-    ite,
-)
+from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem, Sum, ite
 from pmsolve.throughput import inverse_throughput
 
-Progress = Callable[[str], None]
-STRATEGIES = ("split", "joint")
-INITIAL = ("none", "singletons", "pairs")
-
-
-# --------------------------------------------------------------------------- options
-
-class MappingVars:
-    """Names the mapping variables for user constraints: ``port(insn, port, uop=1)`` is the Bool
-    "µop `uop` of `insn` may run on `port`" (two-level: uop 1 only); ``count(insn, ports)`` is the
-    Int µop count of the power-set space."""
-
-    def __init__(self, space: Space):
-        self.space = space
-        self.instructions = space.instructions
-        self.ports = space.ports
-
-    def port(self, insn: str, port: str, uop: int = 1) -> BoolVar:
-        self._check(insn, port)
-        if self.space.kind == "two-level":
-            if uop != 1:
-                raise ValidationError(f"two-level mappings have one µop per instruction, not µop {uop} of {insn!r}")
-            return Bool(f"M.mapping[{insn},{port}]")
-        if self.space.kind == "fixed-counts":
-            n = (self.space.uops_per_insn or {}).get(insn, 0)
-            if not 1 <= uop <= n:
-                raise ValidationError(f"{insn!r} has {n} µop(s); µop {uop} does not exist")
-            return Bool(f"M.uop2port[{insn}.{uop},{port}]")
-        raise ValidationError("port(...) variables exist for two-level and fixed-counts spaces; use count(...)")
-
-    def count(self, insn: str, ports: Iterable[str]) -> Any:
-        if self.space.kind != "power-set":
-            raise ValidationError("count(...) variables exist only in the power-set space")
-        from pmsolve.encodings.mappings import uop_name
-        ps = frozenset(ports)
-        self._check(insn, *ps)
-        return Int(f"M.insn2uop[{insn},{uop_name(ps)}]", 0, self.space.max_count)
-
-    def uops(self, insn: str) -> int:
-        if self.space.kind == "two-level":
-            return 1
-        return (self.space.uops_per_insn or {}).get(insn, 0)
-
-    def _check(self, insn: str, *ports: str) -> None:
-        if insn not in self.instructions:
-            raise ValidationError(f"unknown instruction {insn!r} in a CEGIS constraint")
-        for p in ports:
-            if p not in self.ports:
-                raise ValidationError(f"unknown port {p!r} in a CEGIS constraint")
+Candidate = tuple[PortMapping, dict[str, Any]]  # a mapping and the solver model it was decoded from
 
 
 @dataclass(frozen=True)
-class CegisOptions:
-    """Knobs of :func:`infer` (defaults: two-level, exact, split strategy, symmetry breaking).
-
-    * ``kind``: "two-level", "fixed-counts" (needs ``uops_per_insn``; Fig. 4.5) or "power-set"
-      (µops = all port sets with counts ≤ ``max_count``; Fig. 4.3 — works, but expensive);
-    * ``epsilon``: CPI noise bound ε (sec. 4.3); ``r_max``: front-end limit (instructions/cycle);
-    * ``initial``: "singletons" (sec. 4.3), "pairs" (singletons + every pair) or "none";
-      ``extra_initial``: further experiments measured before the first candidate (e.g. the
-      pairs an earlier stage measured anyway: they cost nothing and prune early);
-    * ``max_bound``: largest stratified experiment size of the joint strategy, ``screen_bound``
-      the size up to which the split strategy screens experiments; ``final_bound``: the size of
-      the last, large check (the dissertation's unbounded run);
-    * ``committee``: candidates the split strategy asks for per iteration (≥ 1);
-      ``equivalent_limit``: after this many candidates turn out indistinguishable from m1 the
-      split strategy asks the joint question (bounds screen_bound+1 … final_bound) instead;
-    * ``port_set_sizes``: known |port set| per instruction (two-level: an int; fixed counts: a
-      list, one per µop); ``shared_uops``: ((i, r), (j, s)) pairs whose µops have the same ports;
-      ``constraints``: a function of :class:`MappingVars` returning extra IR formulas;
-      ``constraints_symmetric``: declare that they do not single out ports (keeps symmetry breaking);
-    * ``encoding``: "bounds" (lean upper/lower-bound form for measured experiments, see
-      :mod:`~pmsolve.infer.cegis.encode`) or "relate" (relateThroughput as in the dissertation);
-    * ``reuse``: a candidate that survives a measurement becomes the next m1 without a
-      findMapping call;
-    * ``solver_options``: passed to the solver of the incremental session (e.g. z3 random_seed);
-    * ``core``: how an inconsistency is explained: "minimal" (the solver's unsat core, then
-      deletion-minimised: one more solver call per measurement in it), "solver" (the core as
-      the solver gives it) or "none" (no core: every measurement; for mere satisfiability checks);
-    * ``backend``: any capable backend name (None: $PMSOLVE_BACKEND / auto); ``timeout`` per check.
-    """
-
-    kind: str = "two-level"
-    uops_per_insn: Mapping[str, int] | None = None
-    max_count: int = 2
-    epsilon: Fraction | float | None = None
-    r_max: Fraction | float | None = None
-    backend: str | None = None
-    strategy: str = "split"
-    initial: str = "singletons"
-    extra_initial: Sequence[Experiment] = ()
-    symmetry: bool = True
-    max_bound: int = 6
-    screen_bound: int = 4
-    final_bound: int = 12
-    committee: int = 1
-    equivalent_limit: int = 3
-    port_set_sizes: Mapping[str, int | Sequence[int]] | None = None
-    shared_uops: Sequence[tuple[tuple[str, int], tuple[str, int]]] = ()
-    constraints: Callable[[MappingVars], Iterable[Formula]] | None = None
-    constraints_symmetric: bool = False
-    timeout: float | None = None
-    max_iterations: int | None = None
-    encoding: str = "bounds"
-    core: str = "minimal"
-    solver_options: Mapping[str, Any] | None = None
-    reuse: bool = True
-
-
-# --------------------------------------------------------------------------- results
-
-@dataclass(frozen=True)
-class Refutation:
-    """One measured experiment and the candidate mapping(s) its measurement ruled out."""
+class Counterexample:
+    """findOtherMapping's answer: an experiment that tells m1 apart from the candidates ``against``."""
 
     experiment: Experiment
-    measured: Fraction
-    kept: PortMapping | None
-    ruled_out: tuple[tuple[PortMapping, Fraction], ...]  # (mapping, the tp⁻¹ it predicted)
-
-    def describe(self) -> str:
-        outs = "; ".join(f"[{compact(m)}] (predicted {float(t):.4g})" for m, t in self.ruled_out) or "nothing"
-        return f"{self.experiment} measured {float(self.measured):.4g} rules out {outs}"
+    against: list[Candidate]
 
 
 @dataclass(frozen=True)
-class Conflict:
-    """Measurements no mapping of the space explains: a (minimised) unsat core."""
+class Unique:
+    """findOtherMapping found no other mapping: why m1 is the answer, and the mappings no
+    bounded experiment tells apart from it."""
 
-    experiments: tuple[tuple[Experiment, Fraction], ...]
-    instructions: tuple[str, ...]
-    constraints: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        exps = "; ".join(f"{e} = {float(t):.4g}" for e, t in self.experiments)
-        extra = f" together with constraints {', '.join(self.constraints)}" if self.constraints else ""
-        return (f"no port mapping explains these measurements{extra}: {exps} "
-                f"(instructions {', '.join(self.instructions)})")
-
-
-@dataclass
-class CegisResult:
-    status: str  # "inferred", "inconsistent", "stopped"
-    mapping: PortMapping | None
-    measurements: list[tuple[Experiment, Fraction]]
-    initial: int
-    witnesses: list[Refutation] = field(default_factory=list)
-    conflict: Conflict | None = None
+    proof: str
     equivalent: list[PortMapping] = field(default_factory=list)
-    proof: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def added_experiments(self) -> int:
-        """Experiments measured beyond the initial ones (what Fig. 4.6 (b) counts)."""
-        return len(self.measurements) - self.initial
-
-
-# --------------------------------------------------------------------------- helpers
-
-def compact(m: PortMapping) -> str:
-    """A mapping on one line: `add→{p0,p1} st→{p2}+{p0,p1}` (µop counts as `2×{…}`)."""
-    from pmsolve.model import sort_ports
-
-    def uop(u: Any) -> str:
-        return ("" if u.count == 1 else f"{u.count}×") + "{" + ",".join(sort_ports(u.ports)) + "}"
-    return " ".join(f"{i}→" + "+".join(uop(u) for u in m.uops_of(i)) for i in m.instructions)
 
 
 def _explains(m: PortMapping, obs: Sequence[tuple[Experiment, Fraction]], r_max: Fraction | None,
@@ -240,41 +87,32 @@ def _apart(t1: Fraction, t2: Fraction, e: Experiment, eps: Fraction | None) -> b
 
 
 def _frac(x: Fraction | float | None) -> Fraction | None:
-    return None if x is None else (x if isinstance(x, Fraction) else as_fraction(x))
+    return None if x is None else as_fraction(x)
 
-
-# --------------------------------------------------------------------------- the algorithm
 
 class Cegis:
-    """One inference run; :func:`infer` is the convenient entry point."""
+    """One inference run; :func:`infer` is the entry point."""
 
-    def __init__(self, oracle: Any, ports: int | Sequence[str], options: CegisOptions | None = None,
-                 *, instructions: Sequence[str] | None = None, state: str | None = None,
+    def __init__(self, oracle: Any, options: CegisOptions, *, state: str | Path | None = None,
                  progress: Progress | None = None):
         from pmsolve.backends import open_session
 
-        self.o = options or CegisOptions()
-        o = self.o
-        if o.strategy not in STRATEGIES:
-            raise ValidationError(f"unknown CEGIS strategy {o.strategy!r}: choose {', '.join(STRATEGIES)}")
-        if o.initial not in INITIAL:
-            raise ValidationError(f"unknown initial experiments {o.initial!r}: choose {', '.join(INITIAL)}")
-        port_names = tuple(f"p{k}" for k in range(ports)) if isinstance(ports, int) else tuple(ports)
-        if not port_names:
-            raise ValidationError("CEGIS needs at least one port")
-        self.oracle = oracle
-        insns = tuple(instructions or oracle.instructions)
+        self.options = o = options
+        names = port_names(o.ports, "CEGIS")
+        insns = tuple(o.instructions if o.instructions is not None else oracle.instructions)
         if not insns:
             raise ValidationError("CEGIS needs at least one instruction")
-        self.space = Space(insns, port_names, o.kind,
+        self.space = Space(insns, names, o.kind,
                            dict(o.uops_per_insn) if o.uops_per_insn is not None else None, o.max_count)
         self.m_free = self.space.free("M.")
-        self.eps = _frac(o.epsilon) or None
+        self.eps = _frac(o.noise_epsilon) or None
         self.r_max = _frac(o.r_max)
-        self.store = MeasurementLog(state, insns, len(port_names))
-        self.progress = progress or (lambda msg: None)
+        self.state = StateFile(state, "cegis", {"oracle": oracle_fingerprint(oracle), **o.fingerprint(names, insns)})
+        self.oracle = CachingOracle.in_state(oracle, self.state)
+        self.say = emitter("cegis", progress)
         self.obs: list[tuple[Experiment, Fraction]] = []
         self.witnesses: list[Refutation] = []
+        self.n_initial = 0
         self.stats: dict[str, Any] = {"solver_checks": 0, "find_mapping_s": 0.0, "find_other_s": 0.0,
                                       "screen_s": 0.0, "equivalents": 0, "max_size": 0}
         self.option_constraints = self._option_constraints()
@@ -292,6 +130,168 @@ class Cegis:
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
         self.joint_proof = False
+        # the loop's state between iterations
+        self.iteration = 0
+        self.current: Candidate | None = None        # m1 and its solver model
+        self.carry: Candidate | None = None          # a candidate that survived the last measurement
+        self.equivalents: list[Candidate] = []       # candidates no bounded experiment tells from m1
+        self.bound = 1 if o.strategy == "joint" else 0
+        self.t_start = time.perf_counter()
+
+    # ----- the algorithm
+    def run(self) -> CegisResult:
+        """Algorithm 4.1 (sec. 4.1) with the practical extensions of sec. 4.3::
+
+            Experiments ← initialExperiments()                 all singletons (sec. 4.3)
+            loop
+                m1 ← findMapping(Experiments)                  (sec. 4.2.3)
+                if m1 = None: return None                      the conflict, an unsat core
+                m2, newExp ← findOtherMapping(Experiments, m1) (sec. 4.2.3; bounds, sec. 4.3)
+                if m2 = None: return m1                        unique up to port renaming
+                cycles ← measureCycles(newExp)
+                Experiments ← Experiments ∪ {(newExp, cycles)}
+
+        Every measurement becomes a constraint of one incremental solver session (sec. 4.3).
+        The bookkeeping sits beside the loop: :meth:`start` (initial experiments and a resumed
+        run's counterexamples), :meth:`witness` (why newExp was measured, kept in the state
+        file) and :meth:`finish` (the result, checked on unseen experiments).
+        """
+        self.start()
+        while True:
+            m1 = self.next_candidate()
+            if m1 is None:
+                return self.finish("inconsistent", conflict=self.conflict())
+            if self.options.max_iterations is not None and self.iteration > self.options.max_iterations:
+                return self.finish("stopped", m1, proof=f"stopped after {self.options.max_iterations} iterations")
+            other = self.find_other_mapping(m1)
+            if isinstance(other, Unique):
+                return self.finish("inferred", m1, proof=other.proof, equivalent=other.equivalent)
+            (cycles,) = self.measure([other.experiment])
+            self._observe(other.experiment, cycles)
+            self.witness(other, cycles)
+
+    def next_candidate(self) -> PortMapping | None:
+        """findMapping — or, with ``reuse``, the candidate that explained the last measurement
+        too (it explains every measurement, checked exactly)."""
+        self.iteration += 1
+        found = self.carry if self.carry is not None else self.find_mapping()
+        if found is None:
+            return None
+        if self.current is not None and found[0] != self.current[0]:
+            self.equivalents = []  # they were equivalent to the old m1; rediscovered if still so
+        self.current = found
+        return found[0]
+
+    def find_other_mapping(self, m1: PortMapping) -> Counterexample | Unique:
+        """findOtherMapping by the chosen strategy (see the module doc)."""
+        assert self.current is not None and self.current[0] == m1
+        if self.options.strategy == "split":
+            return self._split(m1, self.current[1])
+        return self._joint(m1)
+
+    # ----- bookkeeping beside the loop
+    def start(self) -> None:
+        """Measure and observe the initial experiments, then replay a resumed run's
+        counterexamples (from the state file, in their order, with their witnesses)."""
+        o = self.options
+        initial = self._initial()
+        if self.state.resumed:
+            self.say("resume", f"resuming: {len(self.oracle.known())} measurement(s) from {self.state.path}")
+        for e, t in zip(initial, self.measure(initial)):
+            self._observe(e, t)
+        self.n_initial = len(initial)
+        seen = set(initial)
+        for note in self.state.data.setdefault("witnesses", []):
+            e = Experiment(note["experiment"])
+            if e in seen:
+                continue
+            seen.add(e)
+            (t,) = self.measure([e])
+            self._observe(e, t)
+            self.witnesses.append(Refutation(e, t, None, tuple(_ruled_out_from_json(note))))
+        self.say("start", f"{len(self.obs)} measurement(s), {len(self.space.instructions)} instructions, "
+                          f"{len(self.space.ports)} ports, {o.kind}, strategy {o.strategy}, backend {self.backend}")
+
+    def witness(self, other: Counterexample, cycles: Fraction) -> None:
+        """Record why newExp was measured: the candidates its measurement ruled out (in the
+        result and the state file); keep a surviving candidate for the next iteration."""
+        assert self.current is not None
+        e = other.experiment
+        pred = [(m, mod, inverse_throughput(m, e, r_max=self.r_max)) for m, mod in [self.current] + other.against]
+        out = tuple((m, tp) for m, _, tp in pred if _explains(m, [(e, cycles)], self.r_max, self.eps))
+        alive = [(m, mod) for m, mod, _ in pred if not _explains(m, [(e, cycles)], self.r_max, self.eps)]
+        self.carry = alive[0] if (alive and self.options.reuse) else None
+        self.witnesses.append(Refutation(e, cycles, alive[0][0] if alive else None, out))
+        self.state.data["witnesses"].append({"experiment": dict(e.items()),
+                                             "ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)}
+                                                           for m, tp in out]})
+        self.state.save()
+        self.say("counterexample", f"[{self.iteration}] {e} measured {float(cycles):.4g}: rules out {len(out)} "
+                                   f"candidate(s) ({len(self.obs)} measurements, "
+                                   f"{time.perf_counter() - self.t_start:.1f}s)", done=len(self.witnesses))
+
+    def finish(self, status: str, mapping: PortMapping | None = None, *, conflict: Conflict | None = None,
+               proof: str = "", equivalent: Sequence[PortMapping] = ()) -> CegisResult:
+        """The result; an inferred mapping is first checked on unseen experiments."""
+        self.stats["backend"] = self.backend
+        self.session.close()
+        if conflict is not None:
+            self.say("conflict", conflict.describe())
+        unseen = self.check_unseen(mapping) if status == "inferred" and mapping is not None else None
+        if unseen is not None:
+            self.say("check", unseen.summary())
+        self.stats["seconds"] = time.perf_counter() - self.t_start
+        return CegisResult(status, mapping, list(self.obs), self.n_initial, list(self.witnesses), conflict,
+                           list(equivalent), proof, dict(self.stats), unseen)
+
+    def check_unseen(self, mapping: PortMapping) -> UnseenCheck | None:
+        """Measure ``check_experiments`` random unseen experiments: CEGIS's own guarantee is that
+        every mapping explaining the measurements agrees with ``mapping`` within 2ε·|e| up to the
+        bounds, and a measurement lies within ε·|e| of the truth, so 3ε·|e| (exact: equality)
+        separates a wrong mapping from noise."""
+        o, eps = self.options, self.eps
+
+        def within(e: Experiment, measured: float, predicted: float) -> bool:
+            bound = 3 * float(eps) * e.size if eps else 1e-9 * max(1.0, abs(measured))
+            return abs(measured - predicted) <= bound
+
+        noise = ("noise larger than the tolerance ε (raise `noise_epsilon`)" if eps else
+                 "noise (the inference was exact: allow for noise with `noise_epsilon`)")
+        return check_unseen(self.oracle, mapping, self.space.instructions, {e for e, _ in self.obs},
+                            count=o.check_experiments, seed=o.check_seed, sizes=o.check_sizes,
+                            r_max=float(self.r_max) if self.r_max is not None else None, within=within,
+                            tolerance=f"3ε·|e| (ε = {float(eps):g})" if eps else "exact equality",
+                            causes=lambda bad: likely_cause(bad, len(self.space.ports), noise))
+
+    # ----- findOtherMapping, the two strategies
+    def _split(self, m1: PortMapping, model: dict[str, Any]) -> Counterexample | Unique:
+        step = self._split_step(m1, model, self.equivalents)
+        if step is not None:
+            return Counterexample(*step)
+        final = self.options.final_bound
+        proof = f"no other mapping of the space (up to port renaming) explains the {len(self.obs)} measurements"
+        if self.joint_proof:
+            proof = (f"no mapping explaining the {len(self.obs)} measurements differs from it "
+                     f"on an experiment of ≤ {final} instructions")
+        elif self.equivalents:
+            proof += (f", except {len(self.equivalents)} that no experiment of ≤ {final} "
+                      f"instructions distinguishes from it")
+        return Unique(proof, [m for m, _ in self.equivalents])
+
+    def _joint(self, m1: PortMapping) -> Counterexample | Unique:
+        """The stratified bound of sec. 4.3: b = 1, 2, … max_bound, then final_bound."""
+        o = self.options
+        while True:
+            joint = self._joint_step(m1, self.bound, f"j{self.iteration}.")
+            if joint is not None:
+                m2, e, m2_model = joint
+                return Counterexample(e, [(m2, m2_model)])
+            if self.bound >= o.final_bound:
+                return Unique(f"no experiment of ≤ {o.final_bound} instructions distinguishes another "
+                              f"consistent mapping")
+            self.bound = self.bound + 1 if self.bound < o.max_bound else o.final_bound
+            self.say("bound", f"experiment size bound now {self.bound}")
+
 
     # ----- setup pieces
     def _probe_mapping(self) -> PortMapping:
@@ -304,7 +304,7 @@ class Cegis:
         return separation(len(self.space.ports), self.r_max)
 
     def _option_constraints(self) -> list[tuple[str, Formula]]:
-        o, mv = self.o, MappingVars(self.space)
+        o, mv = self.options, MappingVars(self.space)
         out: list[tuple[str, Formula]] = []
         for insn, sizes in (o.port_set_sizes or {}).items():
             per_uop = [sizes] if isinstance(sizes, int) else list(sizes)
@@ -327,7 +327,7 @@ class Cegis:
         """Lex-leader constraints: port columns in lexicographically decreasing order, and for
         fixed µop counts the µop rows of each instruction too (double-lex; sound because the
         lex-smallest member of each orbit satisfies both)."""
-        o, sp = self.o, self.space
+        o, sp = self.options, self.space
         if sp.kind == "power-set":
             return []
         mv = MappingVars(sp)
@@ -350,18 +350,17 @@ class Cegis:
         return out
 
     # ----- measurements
-    def _measure(self, experiments: list[Experiment]) -> list[Fraction]:
-        todo = [e for e in experiments if e not in self.store]
-        if todo:
-            values = self.oracle.measure(todo)
-            if len(values) != len(todo):
-                raise ValidationError(f"the oracle answered {len(values)} of {len(todo)} experiments")
-            self.store.add(zip(todo, values))
-        return [as_fraction(self.store.values[e]) for e in experiments]
+    def measure(self, experiments: list[Experiment]) -> list[Fraction]:
+        """measureCycles (Alg. 4.1 line 9) through the caching oracle: what the state file
+        already holds is not measured again."""
+        return [as_fraction(v) for v in self.oracle.measure(experiments)]
 
     def _observe(self, e: Experiment, t: Fraction) -> None:
+        """Experiments ← Experiments ∪ {(e, t)}: the measurement becomes a solver constraint."""
+        if any(e == x for x, _ in self.obs):
+            raise SolverError(f"internal error: experiment {e} was already observed")
         n = len(self.obs)
-        if self.o.encoding == "bounds":
+        if self.options.encoding == "bounds":
             f = observation_bounds(self.m_free, e, t, f"o{n}.", epsilon=self.eps, r_max=self.r_max)
             self.session.add(f, name=f"observed[{e}]")
         else:
@@ -372,17 +371,18 @@ class Cegis:
         self.stats["max_size"] = max(self.stats["max_size"], e.size)
 
     def _initial(self) -> list[Experiment]:
+        """initialExperiments(): singletons (sec. 4.3), optionally every pair, and the caller's."""
         insns = self.space.instructions
         out: list[Experiment] = []
-        if self.o.initial in ("singletons", "pairs"):
+        if self.options.initial in ("singletons", "pairs"):
             out += [Experiment({i: 1}) for i in insns]
-        if self.o.initial == "pairs":
+        if self.options.initial == "pairs":
             out += [Experiment({a: 1, b: 1}) for a, b in combinations(insns, 2)]
         known = set(insns)
-        for e in self.o.extra_initial:
+        for e in self.options.extra_initial:
             if not set(e) <= known:
                 raise ValidationError(f"CEGIS: initial experiment {e} uses instructions outside the inferred ones")
-        return list(dict.fromkeys(out + list(self.o.extra_initial)))
+        return list(dict.fromkeys(out + list(self.options.extra_initial)))
 
     # ----- solver steps
     def _check(self, what: str, extra: Sequence[Any] = ()) -> Any:
@@ -420,7 +420,7 @@ class Cegis:
     # ----- split strategy
     def _screen_for(self) -> Screen:
         if self._screen is None:
-            b = self.o.screen_bound
+            b = self.options.screen_bound
             while b > 1 and count_experiments(len(self.space.instructions), b) > 60_000:
                 b -= 1
             self._screen = Screen(self.space.instructions, self.space.ports, b,
@@ -443,7 +443,7 @@ class Cegis:
         p.add(differ(r1.t, r2.t, e_free, self.eps))
         p.strict_margin = self._margin()
         t0 = time.perf_counter()
-        res = solve(p, self.o.backend, timeout=self.o.timeout)
+        res = solve(p, self.options.backend, timeout=self.options.timeout)
         self.stats["find_other_s"] += time.perf_counter() - t0
         self.stats["solver_checks"] += 1
         if res.infeasible:
@@ -466,7 +466,7 @@ class Cegis:
                 for _, mod in equivalents:
                     self.session.add(self._block(mod))
                 others: list[tuple[PortMapping, dict[str, Any]]] = []
-                for _ in range(max(1, self.o.committee)):
+                for _ in range(max(1, self.options.committee)):
                     found = self.find_mapping_other()
                     if found is None:
                         break
@@ -490,7 +490,7 @@ class Cegis:
                     return e, against
             for m2, mod in others:
                 e2 = None
-                for b in range(screen.bound + 1, max(screen.bound, self.o.final_bound) + 1):
+                for b in range(screen.bound + 1, max(screen.bound, self.options.final_bound) + 1):
                     e2 = self._distinguish_fixed(m1, m2, b)
                     if e2 is not None:
                         break
@@ -498,13 +498,13 @@ class Cegis:
                     return e2, [(m2, mod)]
                 equivalents.append((m2, mod))
                 self.stats["equivalents"] += 1
-                self.progress(f"  candidate indistinguishable from the current mapping up to size "
-                              f"{self.o.final_bound}: {compact(m2)}")
-            if len(equivalents) >= self.o.equivalent_limit:
+                self.say("equivalent", f"candidate indistinguishable from the current mapping up to size "
+                                       f"{self.options.final_bound}: {compact(m2)}")
+            if len(equivalents) >= self.options.equivalent_limit:
                 # a large class of equivalent mappings (R_max, noise): ask the dissertation's
                 # question once instead of meeting its members one by one
                 self.stats["joint_fallback"] = self.stats.get("joint_fallback", 0) + 1
-                for b in range(screen.bound + 1, max(screen.bound, self.o.final_bound) + 1):
+                for b in range(screen.bound + 1, max(screen.bound, self.options.final_bound) + 1):
                     joint = self._joint_step(m1, b, f"f{len(self.obs)}.{b}.")
                     if joint is not None:
                         return joint[1], [(joint[0], joint[2])]
@@ -547,8 +547,9 @@ class Cegis:
         """The measurements (and option constraints) that together admit no mapping, minimised."""
         from pmsolve.backends import solve
 
-        if self.o.core == "none":
-            return Conflict(tuple(self.obs), tuple(sorted({i for e, _ in self.obs for i in e})))
+        if self.options.core == "none":
+            insns = tuple(sorted({i for e, _ in self.obs for i in e}))
+            return Conflict(tuple(self.obs), insns, (), conflict_hint(self.obs, self.eps, len(self.space.ports)))
 
         def problem(obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]]) -> Problem:
             p = Problem(name="findMapping core", strict_margin=self._margin())
@@ -562,122 +563,25 @@ class Cegis:
             return p
 
         from pmsolve.backends import capabilities as C
-        backend = self.o.backend if C.UNSAT_CORE in self.session.backend.capabilities else None
-        res = solve(problem(self.obs, self.option_constraints), backend, core=True, timeout=self.o.timeout)
+        backend = self.options.backend if C.UNSAT_CORE in self.session.backend.capabilities else None
+        res = solve(problem(self.obs, self.option_constraints), backend, core=True, timeout=self.options.timeout)
         names = set(res.core) if res.infeasible else set()
         obs = [(e, t) for e, t in self.obs if f"observed[{e}]" in names] or list(self.obs)
         opts = [(n, f) for n, f in self.option_constraints if n in names]
-        if self.o.core == "solver":
-            return Conflict(tuple(obs), tuple(sorted({i for e, _ in obs for i in e})), tuple(n for n, _ in opts))
+        if self.options.core == "solver":
+            return Conflict(tuple(obs), tuple(sorted({i for e, _ in obs for i in e})), tuple(n for n, _ in opts),
+                            conflict_hint(obs, self.eps, len(self.space.ports)))
         # deletion-based minimisation: drop what the contradiction does not need
         for item in list(obs):
             trial = [x for x in obs if x != item]
-            if trial and solve(problem(trial, opts), backend, timeout=self.o.timeout).infeasible:
+            if trial and solve(problem(trial, opts), backend, timeout=self.options.timeout).infeasible:
                 obs = trial
         for item in list(opts):
             trial = [x for x in opts if x != item]
-            if solve(problem(obs, trial), backend, timeout=self.o.timeout).infeasible:
+            if solve(problem(obs, trial), backend, timeout=self.options.timeout).infeasible:
                 opts = trial
         insns = sorted({i for e, _ in obs for i in e})
-        return Conflict(tuple(obs), tuple(insns), tuple(n for n, _ in opts))
-
-    # ----- main loop
-    def run(self) -> CegisResult:
-        t_start = time.perf_counter()
-        o = self.o
-        resumed = list(self.store.values)
-        initial = self._initial()
-        if self.store.resumed:
-            self.progress(f"resuming: {self.store.resumed} measurement(s) from {self.store.path}")
-        init_values = self._measure(initial)
-        for e, t in zip(initial, init_values):
-            self._observe(e, t)
-        n_initial = len(initial)
-        for e in resumed:  # earlier runs' counterexamples, in their order
-            if e not in set(initial):
-                self._observe(e, as_fraction(self.store.values[e]))
-                note = self.store.notes.get(e)
-                if note:
-                    self.witnesses.append(self._witness_from_note(e, note))
-        self.progress(f"{len(self.obs)} measurement(s), {len(self.space.instructions)} instructions, "
-                      f"{len(self.space.ports)} ports, {o.kind}, strategy {o.strategy}, backend {self.backend}")
-        equivalents: list[tuple[PortMapping, dict[str, Any]]] = []
-        bound = 1 if o.strategy == "joint" else 0
-        iteration = 0
-        m1_prev: PortMapping | None = None
-        carry: tuple[PortMapping, dict[str, Any]] | None = None  # a candidate that survived
-        while True:
-            iteration += 1
-            found = carry if carry is not None else self.find_mapping()
-            if found is None:
-                conflict = self.conflict()
-                self.progress(conflict.describe())
-                return self._result("inconsistent", None, n_initial, t_start, conflict=conflict)
-            m1, model = found
-            if m1_prev is not None and m1 != m1_prev:
-                equivalents = []  # they were equivalent to the old m1; rediscovered if still so
-            m1_prev = m1
-            if o.max_iterations is not None and iteration > o.max_iterations:
-                return self._result("stopped", m1, n_initial, t_start,
-                                    proof=f"stopped after {o.max_iterations} iterations")
-            if o.strategy == "split":
-                step = self._split_step(m1, model, equivalents)
-                if step is None:
-                    proof = (f"no other mapping of the space (up to port renaming) explains the "
-                             f"{len(self.obs)} measurements")
-                    if self.joint_proof:
-                        proof = (f"no mapping explaining the {len(self.obs)} measurements differs from it "
-                                 f"on an experiment of ≤ {o.final_bound} instructions")
-                    elif equivalents:
-                        proof += (f", except {len(equivalents)} that no experiment of ≤ {o.final_bound} "
-                                  f"instructions distinguishes from it")
-                    return self._result("inferred", m1, n_initial, t_start, proof=proof,
-                                        equivalent=[m for m, _ in equivalents])
-                e, against = step
-            else:
-                joint = None
-                while joint is None:
-                    joint = self._joint_step(m1, bound, f"j{iteration}.")
-                    if joint is not None:
-                        break
-                    if bound >= o.final_bound:
-                        return self._result("inferred", m1, n_initial, t_start,
-                                            proof=f"no experiment of ≤ {o.final_bound} instructions "
-                                                  f"distinguishes another consistent mapping")
-                    bound = bound + 1 if bound < o.max_bound else o.final_bound
-                    self.progress(f"  experiment size bound now {bound}")
-                m2, e, m2_model = joint
-                against = [(m2, m2_model)]
-            if e in self.store.values and any(e == x for x, _ in self.obs):
-                raise SolverError(f"internal error: experiment {e} was already measured")
-            (t,) = self._measure([e])
-            self._observe(e, t)
-            pred = [(m, mod, inverse_throughput(m, e, r_max=self.r_max)) for m, mod in [(m1, model)] + against]
-            out = tuple((m, tp) for m, _, tp in pred if _explains(m, [(e, t)], self.r_max, self.eps))
-            alive = [(m, mod) for m, mod, _ in pred if not _explains(m, [(e, t)], self.r_max, self.eps)]
-            kept = alive[0][0] if alive else None
-            # reuse between iterations: a mapping explaining every measurement so far (checked
-            # exactly) is the next m1 without asking the solver again
-            carry = alive[0] if (alive and o.reuse) else None
-            w = Refutation(e, t, kept, out)
-            self.witnesses.append(w)
-            self.store.note(e, {"ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)} for m, tp in out]})
-            self.progress(f"[{iteration}] {e} measured {float(t):.4g}: rules out {len(out)} candidate(s) "
-                          f"({len(self.obs)} measurements, {time.perf_counter() - t_start:.1f}s)")
-
-    def _witness_from_note(self, e: Experiment, note: dict[str, Any]) -> Refutation:
-        from pmsolve.formats import mapping_from_json
-        outs = tuple((mapping_from_json(r["mapping"]), Fraction(r["predicted"])) for r in note.get("ruled_out", []))
-        return Refutation(e, as_fraction(self.store.values[e]), None, outs)
-
-    def _result(self, status: str, mapping: PortMapping | None, n_initial: int, t_start: float, *,
-                conflict: Conflict | None = None, proof: str = "",
-                equivalent: list[PortMapping] | None = None) -> CegisResult:
-        self.stats["seconds"] = time.perf_counter() - t_start
-        self.stats["backend"] = self.backend
-        self.session.close()
-        return CegisResult(status, mapping, list(self.obs), n_initial, list(self.witnesses), conflict,
-                           list(equivalent or []), proof, dict(self.stats))
+        return Conflict(tuple(obs), tuple(insns), tuple(n for n, _ in opts), conflict_hint(obs, self.eps, len(self.space.ports)))
 
 
 def _mapping_json(m: PortMapping) -> Any:
@@ -685,15 +589,18 @@ def _mapping_json(m: PortMapping) -> Any:
     return mapping_to_json(m)
 
 
-def infer(oracle: Any, ports: int | Sequence[str], options: CegisOptions | None = None, *,
-          instructions: Sequence[str] | None = None, state: str | None = None,
-          progress: Progress | None = None, **kwargs: Any) -> CegisResult:
-    """Infer a port mapping with `ports` ports from `oracle` (see the module doc).
+def _ruled_out_from_json(note: dict[str, Any]) -> list[tuple[PortMapping, Fraction]]:
+    from pmsolve.formats import mapping_from_json
+    return [(mapping_from_json(r["mapping"]), Fraction(r["predicted"])) for r in note.get("ruled_out", [])]
 
-    Keyword arguments not named here are CegisOptions fields (``infer(o, 4, epsilon=0.02)``).
-    `state` is a JSON file where measurements persist; a rerun with the same file resumes.
+
+def infer(oracle: Any, options: CegisOptions, *, state: str | Path | None = None,
+          progress: Progress | None = None) -> CegisResult:
+    """Infer a port mapping from ``oracle`` with CEGIS (see :meth:`Cegis.run` and
+    :class:`CegisOptions`, which holds every knob, the ports included).
+
+    ``state`` is a JSON file where measurements and witnesses persist; a rerun with the same
+    file resumes (and refuses the state of another oracle or mapping space). ``progress``
+    receives a :class:`~pmsolve.infer.progress.ProgressEvent` per step.
     """
-    if kwargs:
-        from dataclasses import replace
-        options = replace(options or CegisOptions(), **kwargs)
-    return Cegis(oracle, ports, options, instructions=instructions, state=state, progress=progress).run()
+    return Cegis(oracle, options, state=state, progress=progress).run()

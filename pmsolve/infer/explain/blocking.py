@@ -62,20 +62,20 @@ def infer_blocking(oracle: Any, classes: list[dict[str, Any]], r_max: float | No
         if not proper:
             raise ValidationError("explain: no blocking instructions left for CEGIS")
         insns = proper + sorted(improper)
-        opts = CegisOptions(kind="fixed-counts", uops_per_insn={**{i: 1 for i in proper}, **improper},
-                            epsilon=o.epsilon or None, r_max=r_max,
+        opts = CegisOptions(ports=port_names(o.ports), instructions=insns, kind="fixed-counts",
+                            uops_per_insn={**{i: 1 for i in proper}, **improper},
+                            noise_epsilon=o.epsilon or None, r_max=r_max,
                             port_set_sizes={i: [size_of[i]] for i in proper},
                             constraints=_constraints(proper, improper, o) if (improper or o.disjoint) else None,
-                            constraints_symmetric=True, backend=o.backend, timeout=o.timeout)
+                            constraints_symmetric=True, backend=o.backend, timeout=o.timeout, check_experiments=0)
         state = f"{state_prefix}.cegis{attempt}.json" if state_prefix else None
         progress(f"CEGIS on {len(proper)} blocking instruction(s) + {len(improper)} improper, {o.ports} ports")
-        res = infer(oracle, port_names(o.ports), opts, instructions=insns, state=state,
-                    progress=lambda m: progress("  " + m))
+        res = infer(oracle, opts, state=state, progress=lambda event: progress("  " + event.message))
         if res.status == "inferred" and res.mapping is not None:
             return {"status": "inferred", "mapping": mapping_to_json(res.mapping), "proof": res.proof,
                     "equivalent": [mapping_to_json(m) for m in res.equivalent],
                     "measurements": [[dict(e.items()), float(t)] for e, t in res.measurements],
-                    "added_experiments": res.added_experiments, "dropped": dropped,
+                    "added_experiments": len(res.added_experiments), "dropped": dropped,
                     "seconds": res.stats.get("seconds")}
         if res.status != "inconsistent" or res.conflict is None:
             raise SolverError(f"explain: CEGIS on the blocking instructions stopped ({res.status}: {res.proof})")

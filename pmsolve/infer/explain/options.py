@@ -39,6 +39,7 @@ class ExplainOptions:
       with other copy counts, at most ``remeasure`` times;
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
+      ``extra_ports``: how many ports beyond the lower bound a component's search tries;
     * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
       pure load before a load that also computes; others follow, register forms first); a dropped
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
@@ -70,6 +71,7 @@ class ExplainOptions:
     timeout: float | None = None
     max_conflicts: int = 6
     max_ports: int = 16
+    extra_ports: int = 2
     max_multiplicity: int = 3
     max_uops: int = 16
     max_cegis_runs: int = 40

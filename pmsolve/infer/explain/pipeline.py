@@ -27,7 +27,9 @@ from pmsolve.formats import mapping_from_json, mapping_to_json
 from pmsolve.infer.explain import stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.characterise import characterise
-from pmsolve.infer.explain.checkpoint import CachedOracle, Checkpoint
+from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.protocol import oracle_fingerprint
+from pmsolve.infer.explain.checkpoint import Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure
@@ -92,10 +94,10 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         if n not in insns:
             insns.append(n)
     hook = get_hook(o.uop_hook)
-    cp = Checkpoint(state, {**o.fingerprint(), "oracle": oracle.describe()})
+    cp = Checkpoint(state, {**o.fingerprint(), "oracle": oracle_fingerprint(oracle)})
+    orc = CachingOracle.in_state(oracle, cp.state)
     if cp.resumed:
-        say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(cp.tp)} measurements")
-    orc = CachedOracle(oracle, cp)
+        say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(orc.known())} measurements")
 
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         got = cp.done(name)
@@ -167,7 +169,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
     explanations.update(vote(per_run))
     mapping = _final_mapping(bmap, explanations)
-    summary["stats"] = {"measurements": len(cp.tp), "measured_now": orc.measured,
+    summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),
                         "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns)}
     cp.save()

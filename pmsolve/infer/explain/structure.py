@@ -14,10 +14,12 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    sizes s) runs with P = P_lo, P_lo + 1, … ports; the first P whose space explains every
    measurement (pairs, random mixes of the component's candidates, whatever CEGIS adds) is the
    component's port count. P_lo is the largest total size of representatives that are pairwise
-   disjoint (they need that many ports between them);
-4. **multiplicities** — when no P up to P_hi (the sum of the sizes) explains the measurements,
-   the instructions of the unsat core are suspects: each in turn is tried as k µops on one
-   k·s-port set (k = 2, 3, …), again with the smallest sufficient P;
+   disjoint (they need that many ports between them); P_hi is P_lo + ``extra_ports`` (at most
+   the sum of the sizes), and the search stops early when the unsat core has room for any
+   arrangement of its instructions already;
+4. **multiplicities** — when no P up to P_hi explains the measurements, the most suspect
+   instruction of the unsat core is tried as k µops on one k·s-port set (k = 2, 3, …), again
+   with the smallest sufficient P;
 5. **drops** — a suspect no multiplicity rescues is dropped from the blocking instructions with
    the core that contradicts it (its class members are characterised like any other scheme);
    the rest go on. Never does a failing class stop the others.
@@ -282,7 +284,7 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
         blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
         suspects = sorted((i for i in (core.instructions if core else comp) if i in comp), key=blame)
         if not suspects or suspects[0] not in mult:
-            for victim in suspects:
+            for victim in suspects[:1]:    # the most suspect one only: each trial is a port search
                 for k in range(2, o.max_multiplicity + 1):
                     if size[victim] * k > o.max_ports or runs >= o.max_cegis_runs:
                         break
@@ -305,17 +307,17 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
     return {"component": cid, "instructions": comp, "ports": len(res.mapping.ports), "proof": res.proof,
             "multiplicities": dict(mult), "cegis_runs": runs, "dropped": None, "mapping": res.mapping,
             "measurements": [[dict(e.items()), float(t)] for e, t in res.measurements],
-            "added_experiments": res.added_experiments}
+            "added_experiments": len(res.added_experiments)}
 
 
-def _cegis_options(comp: list[str], size: dict[str, int], mult: dict[str, int], extra: list[Experiment],
-                   r_max: float | None, o: ExplainOptions, **kw: Any) -> CegisOptions:
+def _cegis_options(ports: list[str], comp: list[str], size: dict[str, int], mult: dict[str, int],
+                   extra: list[Experiment], r_max: float | None, o: ExplainOptions, **kw: Any) -> CegisOptions:
     counts = {i: mult.get(i, 1) for i in comp}
     sizes = {i: [size[i] * counts[i]] * counts[i] for i in comp}
     shared = tuple(((i, 1), (i, r)) for i in comp for r in range(2, counts[i] + 1))
-    return CegisOptions(kind="fixed-counts", uops_per_insn=counts, port_set_sizes=sizes, shared_uops=shared,
-                        epsilon=o.cegis_epsilon, r_max=r_max, extra_initial=tuple(extra), backend=o.backend,
-                        timeout=o.timeout, **kw)
+    return CegisOptions(ports=ports, instructions=comp, kind="fixed-counts", uops_per_insn=counts,
+                        port_set_sizes=sizes, shared_uops=shared, noise_epsilon=o.cegis_epsilon, r_max=r_max,
+                        extra_initial=tuple(extra), backend=o.backend, timeout=o.timeout, check_experiments=0, **kw)
 
 
 def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dict[str, int],
@@ -324,9 +326,10 @@ def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dic
     many ports as their sets have together)? Then more ports cannot help. A small solver call."""
     insns = sorted(i for i in core.instructions if i in size)
     width = sum(size[i] * mult.get(i, 1) for i in insns)
-    opts = _cegis_options(insns, size, mult, [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
+    opts = _cegis_options([f"q{k}" for k in range(width)], insns, size, mult,
+                          [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
                           initial="none", max_iterations=0, core="none")
-    res = infer(oracle, [f"q{k}" for k in range(width)], opts, instructions=insns, state=None)
+    res = infer(oracle, opts)
     return res.status == "inconsistent"
 
 
@@ -336,12 +339,12 @@ def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], m
     """The smallest port count whose space explains the measurements: (CEGIS result, None, runs),
     or (None, the last unsat core, runs). Stops early when the core needs no more ports."""
     lo = port_lower_bound(comp, size, mult, interacting)
-    hi = min(o.max_ports, sum(size[i] * mult.get(i, 1) for i in comp))
+    hi = min(o.max_ports, sum(size[i] * mult.get(i, 1) for i in comp), lo + o.extra_ports)
     core = None
     runs = 0
     for p in range(lo, hi + 1):
-        res = infer(oracle, [f"c{cid}p{k}" for k in range(p)],
-                    _cegis_options(comp, size, mult, extra, r_max, o, core="solver"), instructions=comp, state=None)
+        res = infer(oracle, _cegis_options([f"c{cid}p{k}" for k in range(p)], comp, size, mult, extra, r_max, o,
+                                           core="solver"))
         runs += 1
         if res.status == "inferred" and res.mapping is not None:
             progress(f"  component {cid} ({len(comp)} instruction(s)): {p} ports; {res.proof}")

@@ -2,17 +2,17 @@
 experiments with an evolutionary algorithm on DEAP.
 
 >>> from pmsolve.harness import SimulatedOracle
->>> from pmsolve.infer.pmevo import EvolutionConfig, infer
->>> result = infer(SimulatedOracle(truth), n_ports=4,
-...                config=EvolutionConfig(population=200, generations=30, seed=1))  # doctest: +SKIP
+>>> from pmsolve.infer.pmevo import PmevoOptions, infer
+>>> result = infer(SimulatedOracle(truth), PmevoOptions(ports=4, budget_seconds=60))  # doctest: +SKIP
 >>> print(result.table())  # doctest: +SKIP
 """
 
 from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
 from pmsolve.infer.pmevo.experiments import Congruence, congruence_classes, generate, pair_experiments, singletons
 from pmsolve.infer.pmevo.fitness import Evaluator
-from pmsolve.infer.pmevo.pipeline import PmevoResult, build_evaluator, infer, measure_all, stderr_progress
+from pmsolve.infer.pmevo.options import PRESET, PRESETS, PmevoOptions
+from pmsolve.infer.pmevo.pipeline import PmevoResult, build_evaluator, infer, measure_all
 
-__all__ = ["Congruence", "Evaluator", "Evolution", "EvolutionConfig", "EvolutionResult", "PmevoResult",
-           "build_evaluator", "congruence_classes", "generate", "infer", "measure_all", "pair_experiments",
-           "singletons", "stderr_progress"]
+__all__ = ["Congruence", "Evaluator", "Evolution", "EvolutionConfig", "EvolutionResult", "PRESET", "PRESETS",
+           "PmevoOptions", "PmevoResult", "build_evaluator", "congruence_classes", "generate", "infer", "measure_all",
+           "pair_experiments", "singletons"]

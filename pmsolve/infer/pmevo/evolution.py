@@ -4,8 +4,9 @@ Random initialisation, recombination by shuffled split, optional mutation, (N+N)
 on the scalarised, per-generation normalised fitness Λ1(D_avg) + Λ2(V), and greedy local
 search on the final population. Fitness evaluation goes through ``toolbox.map`` in chunks, so
 a serial map, a local process pool or a distributed engine can be plugged in. Every completed
-generation is checkpointed atomically (population, objectives, random state), so a resumed
-run continues exactly as an uninterrupted one would.
+generation is checkpointed atomically (population, objectives, random state) with a
+fingerprint of the fitness data and the configuration, so a resumed run continues exactly as
+an uninterrupted one would, and another run's checkpoint is refused.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from pmsolve.errors import SolverError, ValidationError
+from pmsolve.fileio import refuse_other_run
 
 try:
     from deap import base, creator, tools
@@ -28,6 +30,7 @@ except ImportError:  # pragma: no cover - depends on the installation
     raise SolverError("PMEvo needs DEAP: pip install 'pmsolve[evo]' (or pip install deap)") from None
 
 from pmsolve.infer.pmevo import checkpoint as ckpt
+from pmsolve.infer.progress import Progress, emitter
 from pmsolve.infer.pmevo.fitness import Evaluator, evaluate_chunk
 from pmsolve.infer.pmevo.local_search import Scale, polish_chunk
 from pmsolve.infer.pmevo.operators import Genome, canonical, mutate, random_genome, recombine
@@ -40,7 +43,7 @@ if not hasattr(creator, "PmevoFitness"):
     creator.create("PmevoFitness", base.Fitness, weights=(-1.0, -1.0))
     creator.create("PmevoIndividual", list, fitness=creator.PmevoFitness)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,16 @@ class EvolutionConfig:
     results back into the population (a memetic algorithm). ``time_limit`` (seconds) ends the
     evolution early; the run is then only reproducible up to where the clock stopped it.
     ``init_uops`` caps the distinct µops per instruction of the random initial mappings (None:
-    up to |P|, as in the paper; real schemes mostly have one or two kinds of µop). ``patience`` stops after that many generations without a better D_avg (None:
-    only the generation limit and full convergence stop the run, as in the paper).
+    up to |P|, as in the paper; real schemes mostly have one or two kinds of µop).
+    ``generations`` caps the generations (None: no cap); ``patience`` stops after that many
+    generations without a better D_avg (None: only the caps and full convergence stop the run,
+    as in the paper). The defaults are the paper's algorithm with population 1000 and a volume
+    weight of 0.01; :class:`~pmsolve.infer.pmevo.options.PmevoOptions` chooses the values
+    :func:`~pmsolve.infer.pmevo.infer` uses.
     """
 
     population: int = 1000
-    generations: int = 100
+    generations: int | None = 100
     seed: int = 0
     mutation: float = 0.0
     local_search: int | None = None
@@ -80,7 +87,7 @@ class EvolutionConfig:
     def __post_init__(self) -> None:
         if self.population < 2:
             raise ValidationError(f"population must be at least 2, got {self.population}")
-        if self.generations < 0:
+        if self.generations is not None and self.generations < 0:
             raise ValidationError(f"generations must be ≥ 0, got {self.generations}")
         if not 0.0 <= self.mutation <= 1.0:
             raise ValidationError(f"mutation probability must be in [0, 1], got {self.mutation}")
@@ -92,6 +99,8 @@ class EvolutionConfig:
             raise ValidationError(f"init_uops must be ≥ 1, got {self.init_uops}")
         if self.local_search is not None and self.local_search < 0:
             raise ValidationError(f"local_search must be ≥ 0, got {self.local_search}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise ValidationError(f"time_limit must be ≥ 0, got {self.time_limit}")
 
 
 @dataclass
@@ -124,17 +133,16 @@ def select_scalarised(individuals: Sequence, k: int, volume_weight: float = 1.0)
     return [individuals[j] for j in order[:k]]
 
 
-def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> str:
+def _fingerprint(evaluator: Evaluator, config: EvolutionConfig) -> dict:
+    """What a checkpointed generation depends on: the fitness data and the configuration
+    (the generation cap, time limit, patience and final local search may change on resume)."""
     h = hashlib.sha256()
     for arr in (evaluator.idx, evaluator.cnt, evaluator.measured):
         h.update(np.ascontiguousarray(arr).tobytes())
-    h.update(repr((evaluator.n_ports, evaluator.n_insns, evaluator.r_max, config.population,
-                   config.seed, config.mutation, config.volume_weight, config.port_top,
-                   config.memetic_every) + ((config.init_uops,) if config.init_uops else ())).encode())
-    return h.hexdigest()
-
-
-Progress = Callable[[dict], None]
+    return {"fitness data": h.hexdigest()[:16], "ports": evaluator.n_ports, "instructions": evaluator.n_insns,
+            "r_max": evaluator.r_max, "population": config.population, "seed": config.seed,
+            "mutation": config.mutation, "volume_weight": config.volume_weight, "port_top": config.port_top,
+            "memetic_every": config.memetic_every, "init_uops": config.init_uops}
 
 
 class Evolution:
@@ -149,7 +157,7 @@ class Evolution:
         self.config = config
         self.n_chunks = max(1, n_chunks)
         self.checkpoint = Path(checkpoint) if checkpoint else None
-        self.progress = progress
+        self.say = emitter("pmevo", progress)
         self.rng = random.Random(config.seed)
         self.evaluations = 0
         tb = base.Toolbox()
@@ -194,9 +202,10 @@ class Evolution:
         state = ckpt.load_state(self.checkpoint)
         if state is None:
             return None
-        if state.get("version") != STATE_VERSION or state.get("fingerprint") != _fingerprint(self.ev, self.config):
-            raise ValidationError(f"checkpoint {self.checkpoint} belongs to another run (different experiments, "
-                                  f"measurements, ports, population, seed or mutation); use a new folder")
+        if state.get("version") != STATE_VERSION:
+            raise ValidationError(f"{self.checkpoint}: a PMEvo checkpoint of another version; "
+                                  f"to start afresh give another folder or delete it")
+        refuse_other_run(self.checkpoint, "PMEvo evolution", state.get("fingerprint"), _fingerprint(self.ev, self.config))
         pop = []
         for genome, values in zip(state["population"], state["objectives"]):
             ind = creator.PmevoIndividual(genome)
@@ -217,8 +226,10 @@ class Evolution:
                "best_v": int(objs[best, 1]), "mean_d": float(objs[:, 0].mean()),
                "distinct": len({canonical(ind) for ind in pop}), "seconds": round(time.monotonic() - t0, 2)}
         self.logbook.record(**row)
-        if self.progress:
-            self.progress({**row, "generations": self.config.generations, "phase": "evolve"})
+        cap = self.config.generations
+        self.say("evolve", f"gen {gen}{'' if cap is None else f'/{cap}'}  best D_avg {100 * row['best_d']:.2f} %  "
+                           f"V {row['best_v']}  mean D_avg {100 * row['mean_d']:.2f} %  distinct {row['distinct']}  "
+                           f"evals {row['evals']}  {row['seconds']:.0f} s", done=gen, total=cap, **row)
         return row
 
     def _converged(self, pop: list) -> bool:
@@ -232,6 +243,7 @@ class Evolution:
         restored = self._restore()
         if restored:
             gen, pop, converged = restored
+            t0 -= self.logbook[-1]["seconds"] if len(self.logbook) else 0.0  # the time limit counts from the start
         else:
             pop = tb.population(n=cfg.population)
             self._evaluate(pop)
@@ -242,7 +254,7 @@ class Evolution:
         for row in self.logbook:  # replay, so patience counts the same after a resume
             stale = 0 if row["best_d"] < best_d - 1e-12 else stale + 1
             best_d = min(best_d, row["best_d"])
-        while gen < cfg.generations and not converged:
+        while (cfg.generations is None or gen < cfg.generations) and not converged:
             offspring = []
             while len(offspring) < cfg.population:
                 i, j = self.rng.sample(range(len(pop)), 2)
@@ -297,27 +309,30 @@ class Evolution:
         self.evaluations += len(picked)
         return pop
 
-    def local_search(self, pop: list) -> tuple[Genome, float, int]:
-        """Polish the best distinct individuals greedily; return the fittest result."""
+    def local_search(self, pop: list, deadline: float | None = None) -> tuple[Genome, float, int]:
+        """Polish the best distinct individuals greedily, then (``port_sweeps``) search port sets
+        of the best ones, no further pass starting after ``deadline`` (``time.time()``);
+        return the fittest result."""
         objs = np.array([ind.fitness.values for ind in pop])
         scale = Scale.of(objs, self.config.volume_weight)
         starts = [list(pop[j]) for j in self._distinct_best(pop, scale, None if self.config.local_search is None else max(1, self.config.local_search))]
-        if self.progress:
-            self.progress({"phase": "local search", "individuals": len(starts)})
+        self.say("local search", f"local search on {len(starts)} distinct individuals", total=len(starts))
         results = self.toolbox.map(partial(polish_chunk, self.ev, scale), chunks(starts, self.n_chunks))
         flat = [r for part in results for r in part]
         flat.sort(key=lambda r: scale.fitness(r[1], r[2]))  # stable: ties keep the better start
         if self.config.port_sweeps:
             top = flat[:self.config.port_top]
-            if self.progress:
-                self.progress({"phase": "port search", "individuals": len(top)})
-            results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, self.config.port_sweeps),
+            self.say("port search", f"port search on {len(top)} distinct individuals", total=len(top))
+            results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, self.config.port_sweeps,
+                                               deadline=deadline),
                                        chunks([g for g, _, _ in top], self.n_chunks))
             flat = [r for part in results for r in part] + flat
         fit = [scale.fitness(d, v) for _, d, v in flat]
         return flat[int(np.argmin(fit))]
 
-    def run(self) -> EvolutionResult:
+    def run(self, deadline: float | None = None) -> EvolutionResult:
+        """Evolve, then search locally (Alg. 5.1); no port-set search pass after the evolution
+        starts after ``deadline`` (``time.time()``; None: all ``port_sweeps``)."""
         pop, gen, converged = self.evolve()
-        genome, d, v = self.local_search(pop)
+        genome, d, v = self.local_search(pop, deadline)
         return EvolutionResult(genome, d, v, gen, self.evaluations, converged, list(self.logbook))

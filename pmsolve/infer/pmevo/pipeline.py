@@ -4,26 +4,29 @@ congruent schemes; evolve a mapping for the representatives; expand it to every 
 from __future__ import annotations
 
 import pickle
-import sys
 import time
 from contextlib import nullcontext
-from functools import partial
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from pmsolve.errors import ValidationError
 from pmsolve.executor import SerialExecutor, current_executor, open_executor
-from pmsolve.harness.oracle import Oracle
+from pmsolve.fileio import StateFile
+from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.protocol import Oracle, oracle_fingerprint
+from pmsolve.infer.common import Mismatch, UnseenCheck, check_unseen, port_names
 from pmsolve.infer.pmevo import checkpoint as ckpt
 from pmsolve.infer.pmevo.evolution import Evolution, EvolutionConfig, EvolutionResult
 from pmsolve.infer.pmevo.experiments import (Congruence, close, congruence_classes, merge_to_representatives,
                                              pair_experiments, random_experiments, singletons)
 from pmsolve.infer.pmevo.fitness import Evaluator
 from pmsolve.infer.pmevo.operators import Genome
-from pmsolve.infer.pmevo.parallel import MapFn
+from pmsolve.infer.pmevo.options import EVOLUTION_SHARE, PmevoOptions
+from pmsolve.infer.progress import Progress, ProgressEvent, emitter
 from pmsolve.model import Experiment, PortMapping
 
 #: Experiments per oracle call: large batches for a hardware oracle, yet visible progress.
@@ -32,7 +35,9 @@ MEASURE_BATCH = 5000
 
 @dataclass
 class PmevoResult:
-    """An inferred mapping for all schemes, with what it was inferred from."""
+    """An inferred mapping for all schemes, with what it was inferred from: the congruence
+    classes, the training error ``d_avg`` and µop volume, the evolution's history, every
+    measurement, and the check on unseen experiments (``unseen``, None when not asked)."""
 
     mapping: PortMapping
     congruence: Congruence
@@ -42,6 +47,7 @@ class PmevoResult:
     evolution: EvolutionResult
     seconds: float
     measurements: dict[Experiment, float] = field(repr=False, default_factory=dict)
+    unseen: UnseenCheck | None = None
 
     def table(self) -> str:
         """A readable table: one line per congruence class, its µops and its members."""
@@ -63,33 +69,9 @@ class PmevoResult:
         return head + "\n" + "\n".join(lines)
 
 
-def stderr_progress(event: dict) -> None:
-    """Default progress display: one short line per event on stderr."""
-    phase = event.get("phase")
-    tag = f"pmevo[run {event['run']}]" if "run" in event else "pmevo"
-    if phase == "evolve":
-        print(f"{tag}: gen {event['gen']}/{event['generations']}  best D_avg {100 * event['best_d']:.2f} %  "
-              f"V {event['best_v']}  mean D_avg {100 * event['mean_d']:.2f} %  distinct {event['distinct']}  "
-              f"evals {event['evals']}  {event['seconds']:.0f} s", file=sys.stderr, flush=True)
-    elif phase == "measure":
-        print(f"pmevo: measured {event['done']}/{event['total']} experiments", file=sys.stderr, flush=True)
-    elif phase in ("local search", "port search"):
-        print(f"{tag}: {phase} on {event['individuals']} distinct individuals", file=sys.stderr, flush=True)
-    elif phase == "congruence":
-        print(f"pmevo: {event['instructions']} schemes -> {event['classes']} congruence classes "
-              f"(ε {event['epsilon']})", file=sys.stderr, flush=True)
-
-
-def measure_all(oracle: Oracle, instructions: Sequence[str], checkpoint: Path | None = None,
-                progress: Callable[[dict], None] | None = None) -> dict[Experiment, float]:
-    """Singletons first (the ratio pairs depend on them), then pairs and ratio pairs. With a
-    checkpoint folder, finished measurements are kept so a resumed run re-measures nothing."""
-    if checkpoint is not None:
-        saved = ckpt.load_json(checkpoint, ckpt.MEASUREMENTS_FILE)
-        if saved is not None:
-            if saved.get("instructions") != list(instructions):
-                raise ValidationError(f"checkpoint {checkpoint} measured other instructions; use a new folder")
-            return {Experiment(row["counts"]): float(row["cycles"]) for row in saved["measurements"]}
+def measure_all(oracle: Oracle, instructions: Sequence[str], progress: Progress | None = None) -> dict[Experiment, float]:
+    """Singletons first (the ratio pairs depend on them), then pairs and ratio pairs (sec. 5.1.1)."""
+    say = emitter("pmevo", progress)
     singles = singletons(instructions)
     values = oracle.measure(singles)
     if len(values) != len(singles):
@@ -100,19 +82,14 @@ def measure_all(oracle: Oracle, instructions: Sequence[str], checkpoint: Path | 
     if bad:
         raise ValidationError(f"oracle gave non-positive throughput for {bad[:3]}")
     rest = pair_experiments(instructions, single)
+    total = len(singles) + len(rest)
     for k in range(0, len(rest), MEASURE_BATCH):
         batch = rest[k:k + MEASURE_BATCH]
         measured.update(zip(batch, map(float, oracle.measure(batch))))
-        if progress:
-            progress({"phase": "measure", "done": len(singles) + k + len(batch), "total": len(singles) + len(rest)})
-    if checkpoint is not None:
-        ckpt.save_json(checkpoint, ckpt.MEASUREMENTS_FILE, {
-            "instructions": list(instructions),
-            "measurements": [{"counts": dict(e.items()), "cycles": t} for e, t in measured.items()]})
+        done = len(singles) + k + len(batch)
+        say("measure", f"measured {done}/{total} experiments", done, total)
     return measured
 
-
-TRAINING_FILE = "training.json"
 
 #: Training experiments per class member used to check that it really is congruent.
 CHECKS_PER_MEMBER = 4
@@ -147,17 +124,10 @@ def refine_congruence(oracle: Oracle, congruence: Congruence, training: dict[Exp
 
 
 def measure_training(oracle: Oracle, instructions: Sequence[str], count: int, sizes: tuple[int, int], seed: int,
-                     checkpoint: Path | None = None,
-                     progress: Callable[[dict], None] | None = None) -> dict[Experiment, float]:
-    """Measure the random training experiments (kept in the checkpoint folder like the pairs)."""
+                     progress: Progress | None = None) -> dict[Experiment, float]:
+    """Measure the random training experiments (an extension beyond the paper)."""
+    say = emitter("pmevo", progress)
     exps = list(dict.fromkeys(random_experiments(instructions, count, sizes, seed)))
-    if checkpoint is not None:
-        saved = ckpt.load_json(checkpoint, TRAINING_FILE)
-        if saved is not None:
-            got = {Experiment(row["counts"]): float(row["cycles"]) for row in saved["measurements"]}
-            if list(got) != exps:
-                raise ValidationError(f"checkpoint {checkpoint} holds other training experiments; use a new folder")
-            return got
     out: dict[Experiment, float] = {}
     for k in range(0, len(exps), MEASURE_BATCH):
         batch = exps[k:k + MEASURE_BATCH]
@@ -166,11 +136,7 @@ def measure_training(oracle: Oracle, instructions: Sequence[str], count: int, si
             raise ValidationError("oracle returned a wrong number of results or a non-positive throughput "
                                   "for the training experiments")
         out.update(zip(batch, map(float, values)))
-        if progress:
-            progress({"phase": "measure", "done": k + len(batch), "total": len(exps)})
-    if checkpoint is not None:
-        ckpt.save_json(checkpoint, TRAINING_FILE,
-                       {"measurements": [{"counts": dict(e.items()), "cycles": t} for e, t in out.items()]})
+        say("measure", f"measured {k + len(batch)}/{len(exps)} training experiments", k + len(batch), len(exps))
     return out
 
 
@@ -201,7 +167,7 @@ def genome_to_mapping(genome: Genome, ports: Sequence[str], names: Sequence[str]
                                for name, entry in zip(names, genome)})
 
 
-def _portable(progress: Callable[[dict], None] | None, executor) -> Callable[[dict], None] | None:
+def _portable(progress: Progress | None, executor) -> Progress | None:
     """The progress callback if the executor can ship it to its workers (a closure cannot go to
     another process; the restarts then run without progress lines)."""
     if progress is None or isinstance(executor, SerialExecutor):
@@ -214,82 +180,115 @@ def _portable(progress: Callable[[dict], None] | None, executor) -> Callable[[di
 
 
 def _restart(evaluator: Evaluator, single: list[float], config: EvolutionConfig, folder: Path | None,
-             progress: Callable[[dict], None] | None, k: int) -> EvolutionResult:
+             progress: Progress | None, deadline: float | None, k: int) -> EvolutionResult:
     """One independent evolution (a task for a worker; its fitness calls stay on that worker)."""
-    tagged = None if progress is None else (lambda event: progress({**event, "run": k}))
+    def tagged(event: ProgressEvent) -> None:
+        assert progress is not None
+        progress(replace(event, message=f"run {k}: {event.message}", data={**event.data, "run": k}))
+
     evo = Evolution(evaluator, single, replace(config, seed=config.seed + k), SerialExecutor(), n_chunks=1,
-                    checkpoint=None if folder is None else folder / f"restart-{k}", progress=tagged)
-    return evo.run()
+                    checkpoint=None if folder is None else folder / f"restart-{k}",
+                    progress=None if progress is None else tagged)
+    return evo.run(deadline)
 
 
-def infer(oracle: Oracle, n_ports: int, config: EvolutionConfig = EvolutionConfig(), *,
-          instructions: Sequence[str] | None = None, epsilon: float = 0.05, r_max: float | None = None,
-          workers: int = 1, map_fn: MapFn | None = None, checkpoint: str | Path | None = None,
-          progress: Callable[[dict], None] | None = None, training: int = 0,
-          training_sizes: tuple[int, int] = (3, 5), restarts: int = 1) -> PmevoResult:
-    """Infer a three-level port mapping with PMEvo.
+def infer(oracle: Oracle, options: PmevoOptions, *, state: str | Path | None = None,
+          progress: Progress | None = None) -> PmevoResult:
+    """Infer a three-level port mapping with PMEvo (Fig. 5.1, sec. 5.1)::
 
-    ``instructions`` defaults to every scheme the oracle knows. ``r_max`` caps the model's
-    rate (instructions per cycle) like the machine's front end. ``map_fn`` replaces the local
-    pool of ``workers`` processes (e.g. a :class:`pmsolve.executor.Executor`; without it, the
-    ambient executor of :func:`pmsolve.executor.use_executor`, if any). ``checkpoint`` is a folder
-    for measurements and per-generation state; rerunning with the same folder resumes.
-    ``training`` > 0 adds that many random experiments of ``training_sizes`` schemes to the
-    fitness (an extension; the paper uses singletons, pairs and ratio pairs only), drawn with
-    a generator keyed by ``config.seed``. ``restarts`` > 1 runs that many independent
-    evolutions (seeds ``config.seed + k``, each checkpointed in ``restart-k``) side by side on
-    the workers, one per worker, and keeps the one with the lowest training error: the
-    evolution's local optima vary from seed to seed, and restarts use the cores better than
-    sharing one population's fitness calls.
+        measure singletons, pairs and ratio pairs (sec. 5.1.1)   [+ random training experiments]
+        merge congruent schemes (sec. 5.1.2)                     [split what the training tells apart]
+        evolve a mapping of the representatives (Alg. 5.1)      for the budget, then local search
+        expand it to every scheme of its class
+        check it on unseen experiments (issue 18: no confident wrong answers)
+
+    ``options`` (:class:`~pmsolve.infer.pmevo.options.PmevoOptions`) holds every knob; its
+    defaults are PMEvo's best configuration for a two-minute budget. ``state`` is a checkpoint
+    folder: measurements (fingerprinted, :class:`~pmsolve.fileio.StateFile`) and the last
+    completed generation; rerunning with the same folder resumes and refuses another run's
+    folder. ``progress`` receives a :class:`~pmsolve.infer.progress.ProgressEvent` per step.
     """
     t0 = time.monotonic()
-    if n_ports < 1:
-        raise ValidationError(f"the number of ports must be at least 1, got {n_ports}")
-    if restarts < 1:
-        raise ValidationError(f"restarts must be at least 1, got {restarts}")
-    insns = list(instructions) if instructions is not None else list(oracle.instructions)
+    o = options.resolved()
+    say = emitter("pmevo", progress)
+    ports = port_names(o.ports, "PMEvo")
+    insns = list(o.instructions) if o.instructions is not None else list(oracle.instructions)
     if len(insns) < 1 or len(set(insns)) != len(insns):
         raise ValidationError("PMEvo needs a non-empty list of distinct instructions")
-    folder = Path(checkpoint) if checkpoint else None
-    measured = measure_all(oracle, insns, folder, progress)
-    congruence = congruence_classes(insns, measured, epsilon)
-    reps = list(congruence.representatives)
-    if progress:
-        progress({"phase": "congruence", "instructions": len(insns), "classes": len(reps), "epsilon": epsilon})
+    folder = Path(state) if state else None
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise ValidationError(f"{folder}: a PMEvo checkpoint is a folder, not a file")
+    statefile = StateFile(None if folder is None else folder / ckpt.MEASUREMENTS_FILE, "pmevo",
+                          {"oracle": oracle_fingerprint(oracle), **o.fingerprint(ports, insns)})
+    cached = CachingOracle.in_state(oracle, statefile)
+    if statefile.resumed:
+        say("resume", f"resuming from {folder}: {len(cached.known())} measurements")
+    measured = measure_all(cached, insns, progress)
+    congruence = congruence_classes(insns, measured, o.congruence_epsilon)
+    say("congruence", f"{len(insns)} schemes -> {len(congruence.classes)} congruence classes "
+                      f"(ε {o.congruence_epsilon})", classes=len(congruence.classes))
     fit = dict(measured)
-    if training:
-        extra = measure_training(oracle, insns, training, training_sizes, config.seed, folder, progress)
+    if o.training:
+        extra = measure_training(cached, insns, o.training, o.training_sizes, o.seed, progress)
         measured.update(extra)
-        congruence, checks = refine_congruence(oracle, congruence, extra, epsilon)
+        congruence, checks = refine_congruence(cached, congruence, extra, o.congruence_epsilon)
         measured.update(checks)
-        reps = list(congruence.representatives)
-        if progress:
-            progress({"phase": "congruence", "instructions": len(insns), "classes": len(reps), "epsilon": epsilon})
+        say("congruence", f"{len(insns)} schemes -> {len(congruence.classes)} congruence classes after the "
+                          f"training experiments", classes=len(congruence.classes))
         rep_of = congruence.representative_of()
         fit.update((merge_to_representatives(e, rep_of), t) for e, t in extra.items())
-    evaluator = build_evaluator(n_ports, reps, fit, r_max, max_width=max(2, training_sizes[1] if training else 2))
+    reps = list(congruence.representatives)
+    evaluator = build_evaluator(len(ports), reps, fit, o.r_max, max_width=max(2, o.training_sizes[1] if o.training else 2))
     single = [measured[Experiment({r: 1})] for r in reps]
-    if map_fn is None:  # a command's --scheduler/--executor (pmsolve.executor.use_executor)
-        map_fn = current_executor()
-    n_chunks = 4 * workers if workers > 1 else 1
-    if map_fn is not None:
-        n_chunks = max(8, 4 * getattr(map_fn, "workers", 2))
-    with nullcontext(map_fn) if map_fn is not None else open_executor("pool" if workers > 1 else "serial",
-                                                                      workers=workers) as run_map:
-        if restarts == 1:
-            evo = Evolution(evaluator, single, config, run_map, n_chunks=n_chunks, checkpoint=folder,
-                            progress=progress)
-            result = evo.run()
-        else:
-            if folder is not None:
-                for k in range(restarts):
-                    (folder / f"restart-{k}").mkdir(parents=True, exist_ok=True)
-            runs = run_map(partial(_restart, evaluator, single, config, folder, _portable(progress, run_map)),
-                           list(range(restarts)))
-            result = min(runs, key=lambda r: (r.d_avg, r.volume))
-    ports = [str(p) for p in range(n_ports)]
+    budget = o.budget_seconds
+    config = o.evolution(None if budget is None else EVOLUTION_SHARE * budget)
+    deadline = None if budget is None else time.time() + budget
+    result = _evolve(evaluator, single, config, o, folder, progress, deadline)
     rep_mapping = genome_to_mapping(result.genome, ports, reps)
     expanded = {m: rep_mapping.uops[r] for r, members in congruence.classes.items() for m in members}
     mapping = PortMapping(ports, expanded)
+    unseen = _check_unseen(cached, mapping, insns, measured, o, result.d_avg)
+    if unseen is not None:
+        say("check", unseen.summary())
     return PmevoResult(mapping, congruence, result.d_avg, result.volume, len(evaluator.measured), result,
-                       time.monotonic() - t0, measured)
+                       time.monotonic() - t0, measured, unseen)
+
+
+def _evolve(evaluator: Evaluator, single: list[float], config: EvolutionConfig, o: PmevoOptions,
+            folder: Path | None, progress: Progress | None, deadline: float | None) -> EvolutionResult:
+    """One evolution on the executor's map, or ``restarts`` of them side by side, one per worker
+    (the best training fit wins)."""
+    run_map = o.executor if o.executor is not None else current_executor()  # e.g. a command's --executor
+    n_chunks = 4 * o.workers if o.workers > 1 else 1
+    if run_map is not None:
+        n_chunks = max(8, 4 * getattr(run_map, "workers", 2))
+    with nullcontext(run_map) if run_map is not None else open_executor("pool" if o.workers > 1 else "serial",
+                                                                      workers=o.workers) as run_map:
+        if o.restarts == 1:
+            return Evolution(evaluator, single, config, run_map, n_chunks=n_chunks, checkpoint=folder,
+                             progress=progress).run(deadline)
+        if folder is not None:
+            for k in range(o.restarts):
+                (folder / f"restart-{k}").mkdir(parents=True, exist_ok=True)
+        runs = run_map(partial(_restart, evaluator, single, config, folder, _portable(progress, run_map), deadline),
+                       list(range(o.restarts)))
+        return min(runs, key=lambda r: (r.d_avg, r.volume))
+
+
+def _check_unseen(oracle: Oracle, mapping: PortMapping, insns: Sequence[str], used: dict[Experiment, float],
+                  o: PmevoOptions, d_avg: float) -> UnseenCheck | None:
+    """PMEvo's fit is approximate: the check fails when the mean relative error on the unseen
+    experiments exceeds ``check_tolerance`` (and lists those beyond it)."""
+    tol = o.check_tolerance
+
+    def causes(bad: list[Mismatch]) -> str:
+        if d_avg > tol / 2:
+            return (f"the mapping does not fit its own measurements either (training error {100 * d_avg:.1f} %): "
+                    f"too few `ports`, too small a `budget_seconds`, or a machine outside the port-mapping model")
+        return (f"the mapping fits its measurements (training error {100 * d_avg:.1f} %) but not these: the "
+                f"experiments PMEvo measured do not pin it down (more `training` experiments), or noise")
+
+    return check_unseen(oracle, mapping, insns, used, count=o.check_experiments, seed=o.seed, r_max=o.r_max,
+                        within=lambda e, m, p: abs(p - m) <= tol * m, verdict=lambda bad, check: check.mape <= tol,
+                        tolerance=f"a mean relative error of {100 * tol:g} %", causes=causes,
+                        sizes=o.training_sizes if o.training else (3, 5))

@@ -14,6 +14,7 @@ replacing µop u (n times) by v (m times) shifts row i by m·Z[v] − n·Z[u], s
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import numpy as np
@@ -109,8 +110,8 @@ class _PortState:
         ids = np.flatnonzero(allowed)
         if len(rows) > SCREEN_ROWS:
             f = self._fitness(i, scale, cand, _even(rows, SCREEN_ROWS), len(all_rows), v)
-            f[~allowed] = np.inf
-            ids = np.argsort(f, kind="stable")[:SHORTLIST]
+            order = np.argsort(f, kind="stable")
+            ids = order[allowed[order]][:SHORTLIST]  # with few ports the short list is all there is
         f = self._fitness(i, scale, cand[ids], rows, len(all_rows), v[ids])
         best = int(ids[int(np.argmin(f))])
         return float(f.min()), best % width, counts[best // width]
@@ -150,12 +151,15 @@ class _PortState:
         return out
 
 
-def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3) -> tuple[Genome, float, int]:
+def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3,
+                deadline: float | None = None) -> tuple[Genome, float, int]:
     """Up to ``sweeps`` passes of best-improvement moves per instruction (see
     :meth:`_PortState.moves`), each pass followed by PMEvo's count local search; stops early
-    when a pass changes nothing."""
+    when a pass changes nothing, and starts no pass after ``deadline`` (``time.time()``)."""
     st = _PortState(ev, genome)
-    for _ in range(sweeps):
+    for sweep in range(sweeps):
+        if deadline is not None and sweep and time.time() > deadline:
+            break
         changed = False
         for i in range(len(st.genome)):
             k = 0
@@ -180,7 +184,7 @@ def port_search(ev: Evaluator, genome: Genome, scale: Scale, sweeps: int = 3) ->
     return st.genome, st.d, st.vol
 
 
-def port_search_chunk(ev: Evaluator, scale: Scale, sweeps: int,
-                      genomes: Sequence[Genome]) -> list[tuple[Genome, float, int]]:
+def port_search_chunk(ev: Evaluator, scale: Scale, sweeps: int, genomes: Sequence[Genome],
+                      deadline: float | None = None) -> list[tuple[Genome, float, int]]:
     """Port search on a chunk of genomes: the unit of work handed to a (parallel) map."""
-    return [port_search(ev, g, scale, sweeps) for g in genomes]
+    return [port_search(ev, g, scale, sweeps, deadline) for g in genomes]
