@@ -304,7 +304,8 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
         r_max = detect_peak_ipc(oracle, singles).ipc
         return None, _pmevo(oracle, names, r_max, config, state.parent, say), r_max
     options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
-                             rep_order=profiles.representative_order(catalogue, names) if catalogue else ())
+                             rep_order=profiles.representative_order(catalogue, names),
+                             not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16)
     result = explain(oracle, options, state=state, progress=lambda m: say("  " + m))
     if result.mapping is None:
         raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))

@@ -91,3 +91,13 @@ def representative_order(catalogue: Catalogue, names: list[str]) -> tuple[str, .
         reads = sum(1 for o in list(s.operands) + list(s.implicit) if o.read and o.kind not in ("imm", "const"))
         return mem, reads, len(s.operands) + len(s.implicit), n
     return tuple(sorted(names, key=key))
+
+
+def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
+    """Schemes that access memory *and* compute (``add r64, m64``, ``sete m8``): several µops on
+    unrelated port groups (a load or store besides the operation), so they bridge groups of
+    blocking candidates that share no port. Plain moves to and from memory stay candidates, the
+    only ones that block the load and store ports. They are characterised like every scheme."""
+    moves = ("mov", "vec-move")
+    return tuple(n for n in names if catalogue[n].memory != "none" and catalogue[n].memory != "agen"
+                 and catalogue[n].category not in moves and not catalogue[n].mnemonic.startswith("kmov"))

@@ -43,6 +43,8 @@ class ExplainOptions:
     * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
       pure load before a load that also computes; others follow, register forms first); a dropped
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
+      ``not_blocking``: schemes never taken as blocking candidates (e.g. forms that load or store
+      besides computing: they bridge unrelated ports); they are characterised like any other;
     * ``integrality``: how far a non-evading µop estimate may be from an integer before the
       scheme is "outside the model" (0.5 or more: always round — for noisy oracles, where the
       estimate's error grows with k, and the final check below still catches wrong counts);
@@ -77,6 +79,7 @@ class ExplainOptions:
     max_cegis_runs: int = 40
     max_stand_ins: int = 3
     rep_order: tuple[str, ...] = ()
+    not_blocking: tuple[str, ...] = ()
     clear: float = 0.25
     noise: float = 0.01
     remeasure: int = 16
@@ -117,4 +120,5 @@ class ExplainOptions:
                 "throughput_only": self.throughput_only, "max_ports": self.max_ports,
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
                 "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
+                "not_blocking": list(self.not_blocking),
                 "instructions": list(self.instructions) if self.instructions is not None else None}

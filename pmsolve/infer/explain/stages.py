@@ -97,8 +97,9 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
     rejected: list[dict[str, Any]] = []
     by_size: dict[int, list[str]] = {}
     first = {name: n for n, name in enumerate(o.rep_order)}
+    excluded = set(o.not_blocking)
     for i in sorted(sizes, key=lambda i: (first.get(i, len(first)), simplicity(i))):
-        if r_max is not None and sizes[i] >= r_max - 1e-9:
+        if (r_max is not None and sizes[i] >= r_max - 1e-9) or i in excluded:
             continue
         by_size.setdefault(sizes[i], []).append(i)
 

@@ -36,6 +36,7 @@ from itertools import combinations
 from typing import Any
 
 from pmsolve.formats import mapping_to_json
+from pmsolve.errors import SolverError
 from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
@@ -200,26 +201,37 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
     reps = [c["rep"] for c in classes]
     size = {c["rep"]: c["size"] for c in classes}
     class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}
-    while True:
-        got = _structure(oracle, sorted(reps), size, class_size, r_max, o, progress)
-        gone = [d["insn"] for d in got["dropped"]] + got.get("redundant", [])
+
+    def stand_in(gone: list[str]) -> bool:
         swaps = [(i, spare[i][0]) for i in gone if spare.get(i)]
-        if not swaps:
-            got["seconds"] = time.perf_counter() - t0
-            return got
         for rep, member in swaps:
             progress(f"  {member} stands in for {rep} as the blocking candidate of its class")
             reps[reps.index(rep)] = member
             spare[member] = spare.pop(rep)[1:]
             size[member], class_size[member] = size[rep], class_size[rep]
+        return bool(swaps)
+
+    for _ in range(2):   # a second round only when a redundant candidate's class has a stand-in
+        values: dict[Experiment, float] = {}
+        while True:      # pairs and screening are cheap: stand-ins are tried until none is left
+            pairs = [e for e in pair_experiments(sorted(reps), size) if e not in values]
+            progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
+            values.update(zip(pairs, oracle.measure(pairs)))
+            active, mult, dropped = screen(sorted(reps), size, class_size, values, r_max, o, progress)
+            if not stand_in([d["insn"] for d in dropped]):
+                break
+        got = _structure(oracle, active, mult, dropped, size, class_size, values, r_max, o, progress)
+        if not stand_in(got.get("redundant", [])):
+            break
+    got["seconds"] = time.perf_counter() - t0
+    return got
 
 
-def _structure(oracle: Any, reps: list[str], size: dict[str, int], class_size: dict[str, int],
+def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: list[dict[str, Any]],
+               size: dict[str, int], class_size: dict[str, int], values: dict[Experiment, float],
                r_max: float | None, o: ExplainOptions, progress: Progress) -> dict[str, Any]:
-    pairs = pair_experiments(reps, size)
-    progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
-    values = dict(zip(pairs, oracle.measure(pairs)))
-    active, mult, dropped = screen(reps, size, class_size, values, r_max, o, progress)
+    """Components, their port counts and structure (steps 2-5) for the screened candidates."""
+    dropped = list(dropped)
     interacting = {frozenset(e) for e, t in values.items()
                    if set(e) <= set(active) and interacts(e, t, size, r_max, o)}
     work = components(active, interacting)
@@ -329,8 +341,10 @@ def _needs_no_more_ports(oracle: Any, core: Any, size: dict[str, int], mult: dic
     opts = _cegis_options([f"q{k}" for k in range(width)], insns, size, mult,
                           [e for e, _ in core.experiments if set(e) <= set(insns)], r_max, o,
                           initial="none", max_iterations=0, core="none")
-    res = infer(oracle, opts)
-    return res.status == "inconsistent"
+    try:
+        return infer(oracle, opts).status == "inconsistent"
+    except SolverError:
+        return False
 
 
 def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], mult: dict[str, int],
@@ -343,8 +357,13 @@ def _port_search(oracle: Any, cid: int, comp: list[str], size: dict[str, int], m
     core = None
     runs = 0
     for p in range(lo, hi + 1):
-        res = infer(oracle, _cegis_options([f"c{cid}p{k}" for k in range(p)], comp, size, mult, extra, r_max, o,
-                                           core="solver"))
+        try:
+            res = infer(oracle, _cegis_options([f"c{cid}p{k}" for k in range(p)], comp, size, mult, extra, r_max, o,
+                                               core="solver"))
+        except SolverError as exc:     # a check that ran out of time: this port count stays open
+            progress(f"  component {cid}: CEGIS gave no answer at {p} ports ({exc})")
+            runs += 1
+            continue
         runs += 1
         if res.status == "inferred" and res.mapping is not None:
             progress(f"  component {cid} ({len(comp)} instruction(s)): {p} ports; {res.proof}")
