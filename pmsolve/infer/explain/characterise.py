@@ -113,11 +113,32 @@ class Probe:
         se = max(self.stderr(), prior / math.sqrt(len(self.samples)))
         return d + 3 * se < 0.5
 
+    def undecided(self, clear: float) -> bool:
+        """Could more samples still make the estimate clearly whole? Not when three standard
+        errors already keep it farther than ``clear`` from every whole number: it lies between
+        two, and more samples only waste measurements."""
+        d = abs(self.x - round(self.x))
+        return len(self.samples) < 3 or d - 3 * self.stderr() <= clear
+
     def misses(self, n: int, limit: float) -> bool:
         """Is the estimate clearly not ``n``: farther than ``limit`` and than four standard errors
         (thousands of estimates are judged: three would flag a few by chance)?"""
         d = abs(self.x - n)
         return d > limit and d > 4 * self.stderr()
+
+
+@dataclass
+class _Scheme:
+    """A scheme's characterisation without a counter: the phase (flooded copies for ``guess``
+    µops, then tight copies for the µops ``found``), its probes by blocked set, and the sets
+    known to hold none of its µops."""
+
+    guess: int
+    phase: str = "flooded"
+    restarts: int = 0
+    probes: dict[frozenset[str], Probe] = field(default_factory=dict)
+    empty: set[frozenset[str]] = field(default_factory=set)
+    found: dict[frozenset[str], int] = field(default_factory=dict)
 
 
 def plan(insns: list[str], suite: Suite, single: dict[str, Any], o: ExplainOptions,
@@ -265,74 +286,96 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
 
     The flooding count starts from a guess (2·tp⁻¹(i) µops); when the µops found exceed the
     guess, the scheme is measured again with that many (earlier samples may have pushed
-    evading µops onto Q and are discarded). A probe whose estimate is not clearly the number
-    of µops the fit puts on Q gets fresh samples (one more copy each time), up to
-    ``remeasure``; the estimate is their mean."""
+    evading µops onto Q and are discarded). Sets are measured from the largest down: no µop of
+    the scheme lies inside a subset of a set where none stays, so a set is measured only once
+    every blocked set containing it holds µops of the scheme. A probe whose estimate is not
+    clearly the number of µops the fit puts on Q gets fresh samples (one more copy each time)
+    while more samples can still decide it, up to ``remeasure``; the estimate is their mean."""
     on_q = {(b, q): sum(int(n) for u, n in blocking.uop_masses(Experiment({b: 1})).items() if u <= q)
             for b, q in suite}
+    blocker = dict((q, b) for b, q in suite)
+    sets = [q for _, q in suite]                        # topological: subsets first
+    supersets = {q: [s for s in sets if q < s] for q in sets}
 
     def sample(i: str, p: Probe, k: int) -> None:
         p.samples.append((Experiment({p.blocker: k, i: 1}), Experiment({p.blocker: k}), math.nan, math.nan))
 
-    def start(i: str, n: int, f: dict[frozenset[str], int] | None = None) -> list[Probe]:
-        ps = [Probe(b, q) for b, q in suite]
-        for p in ps:
-            k = flooding_copies(len(p.q), n, on_q[(p.blocker, p.q)], r_max)
-            if f is not None:
-                k = min(k, tight_copies(p.q, f, single[i]["tp"], on_q[(p.blocker, p.q)], r_max))
-            sample(i, p, k + run)
-        return ps
+    def copies(i: str, q: frozenset[str], s: _Scheme) -> int:
+        k = flooding_copies(len(q), s.guess, on_q[(blocker[q], q)], r_max)
+        if s.phase == "tight":
+            k = min(k, tight_copies(q, s.found, single[i]["tp"], on_q[(blocker[q], q)], r_max))
+        return k + run
+
+    def descend(i: str, s: _Scheme) -> list[Probe]:
+        """New probes for the sets all of whose measured supersets hold µops of the scheme."""
+        new = []
+        for q in sets:
+            if q in s.probes or q in s.empty or any(t in s.empty for t in supersets[q]):
+                continue
+            if all(t in s.probes and not math.isnan(s.probes[t].x) and round(s.probes[t].x) >= 1
+                   for t in supersets[q]):
+                s.probes[q] = p = Probe(blocker[q], q)
+                sample(i, p, copies(i, q, s))
+                new.append(p)
+        return new
+
+    def restart(i: str, s: _Scheme, phase: str) -> list[Probe]:
+        # a set settled at zero stays empty: too few copies only push µops onto Q, never off it
+        s.empty |= {q for q, p in s.probes.items() if round(p.x) == 0 and p.settled(0, o.clear, o.noise)}
+        s.phase, s.restarts, s.probes = phase, s.restarts + 1, {}
+        return descend(i, s)
 
     # a ladder of copy counts per blocking instruction, for its rate (the baselines the probes
     # need cluster at a few copy counts, whose noise would otherwise bias every estimate alike)
     ladder = [Experiment({b: k}) for b, _ in suite for k in range(1, 33)]
     ladder_values = dict(zip(ladder, oracle.measure(ladder)))
-    guess = {i: min(o.max_uops, max(1, round(2 * single[i]["tp"]))) for i in part}
-    probes = {i: start(i, guess[i]) for i in part}
-    pending = [p for ps in probes.values() for p in ps]
-    found: dict[str, dict[frozenset[str], int]] = {}
-    phases: dict[str, tuple[str, int]] = {}     # per scheme: flooded → tight (→ flooded …), restarts
-    for _ in range(3 * (o.remeasure + 2)):
+    state = {i: _Scheme(min(o.max_uops, max(1, round(2 * single[i]["tp"])))) for i in part}
+    pending = [p for i in part for p in descend(i, state[i])]
+    for _ in range(4 * (o.remeasure + len(sets))):
         exps = [x for p in pending for e, b, t, _ in p.samples if t != t for x in (e, b)]
         values = dict(zip(exps, oracle.measure(exps)))
         for p in pending:
             p.samples = [(e, b, values[e], values[b]) if t != t else (e, b, t, t0) for e, b, t, t0 in p.samples]
-        _fit_rates([p for ps in probes.values() for p in ps], ladder_values)
+        _fit_rates([p for s in state.values() for p in s.probes.values()], ladder_values)
         pending = []
         for i in part:
-            found[i] = fit_uops(probes[i])
-            total = max(1, sum(found[i].values()))
-            phase, restarts = phases.get(i, ("flooded", 0))
-            if total > guess[i] and total <= o.max_uops and restarts < 4:
+            s = state[i]
+            s.found = fit_uops([s.probes[q] for q in sets if q in s.probes])
+            new = descend(i, s)
+            if new:
+                pending += new
+                continue
+            total = max(1, sum(s.found.values()))
+            on = {q: sum(n for u, n in s.found.items() if u <= q) for q in s.probes}
+            if total > s.guess and total <= o.max_uops and s.restarts < 4:
                 # more µops than the copies were meant for: they may have been pushed onto Q,
                 # so measure again with |Q|·µops copies (Constraint 6.1)
-                phases[i] = ("flooded", restarts + 1)
-                guess[i] = total
-                probes[i] = start(i, total)
-                pending += probes[i]
+                s.guess = total
+                pending += restart(i, s, "flooded")
                 continue
-            if phase == "flooded":
-                # Q was flooded for every µop found: now that the µops are known, measure again
-                # with the copies they need (tight_copies), because an estimate's noise grows with k
-                phases[i] = ("tight", restarts + 1)
-                guess[i] = total
-                probes[i] = start(i, total, found[i])
-                pending += probes[i]
-                continue
-            unclear = [p for p in probes[i]
-                       if not p.settled(sum(n for q, n in found[i].items() if q <= p.q), o.clear, o.noise)]
-            for p in unclear:
-                if len(p.samples) <= o.remeasure:   # noise: fresh samples (one more copy each)
-                    sample(i, p, p.copies() + 1)
+            if s.phase == "flooded":
+                s.guess = total
+                if all(p.settled(on[q], o.clear, o.noise) for q, p in s.probes.items()):
+                    s.phase = "tight"     # already clear: the tight copies would add nothing
+                else:
+                    # Q was flooded for every µop found: now that the µops are known, measure again
+                    # with the copies they need (tight_copies), because an estimate's noise grows with k
+                    pending += restart(i, s, "tight")
+                    continue
+            for q, p in s.probes.items():
+                if (not p.settled(on[q], o.clear, o.noise) and len(p.samples) <= o.remeasure
+                        and p.undecided(o.clear)):
+                    sample(i, p, p.copies() + 1)      # noise: fresh samples (one more copy each)
                     pending.append(p)
         if not pending:
             break
+    found = {i: s.found for i, s in state.items()}
     held = {i: _held_out(i, found[i], suite, on_q, r_max, run) for i in part}
     exps = [e for hs in held.values() for e in hs]
     values = dict(zip(exps, oracle.measure(exps)))
     out = {}
     for i in part:
-        ps, f = probes[i], found[i]
+        ps, f = [state[i].probes[q] for q in sets if q in state[i].probes], found[i]
         problem = next((Misfit("outside the model", f"{p.x:.3g} µops cannot evade [{','.join(sort_ports(p.q))}], "
                                f"but the µops found put {sum(n for q, n in f.items() if q <= p.q)} there "
                                f"({len(p.samples)} measurement(s))",
