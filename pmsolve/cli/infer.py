@@ -66,6 +66,9 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--held-out", type=int, default=200, help="held-out 4-5-instruction experiments (default 200)")
     p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
     p.add_argument("--no-pmevo", action="store_true", help="do not train PMEvo for the comparison")
+    p.add_argument("--pmevo-schemes", type=int, default=60,
+                   help="PMEvo's comparison trains on a random sample of this many mapped schemes (it measures "
+                        "every pair; default 60)")
     p.add_argument("--pmevo-minutes", type=float, default=1.5,
                    help="PMEvo's evolution time for the comparison (default 1.5)")
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
@@ -92,7 +95,7 @@ def cmd_infer_main(args: argparse.Namespace) -> int:
     schemes = tuple(x.strip() for x in args.schemes.split(",") if x.strip()) if args.schemes else None
     config = JobConfig(profile=args.profile, schemes=schemes, method=args.method, held_out=args.held_out,
                        seed=args.seed, runs=args.runs, compare_pmevo=not args.no_pmevo,
-                       pmevo_minutes=args.pmevo_minutes, workdir=args.workdir, simulated=args.simulated,
+                       pmevo_minutes=args.pmevo_minutes, pmevo_schemes=args.pmevo_schemes, workdir=args.workdir, simulated=args.simulated,
                        mcpu=args.mcpu, osaca_arch=args.osaca_arch)
     report = run(config, say=(lambda m: None) if args.quiet else say)
     doc = report.to_json()

@@ -83,7 +83,7 @@ class Instance:
                 r.add(MEM_BASE)
             else:
                 continue
-            (rw if o.read and o.write else r if o.read else w if o.write else set()).add(loc)
+            (rw if reads(o) and o.write else r if o.read else w if o.write else set()).add(loc)
         return r, w, rw
 
 
@@ -113,8 +113,16 @@ def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     return tuple(f"{offset + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS))
 
 
+def reads(o: Operand) -> bool:
+    """Does the operand read its location? Also when it only writes 8 or 16 bits of a
+    general-purpose register: x86 keeps the upper bits, so the write merges with (depends on)
+    the old value. Written as write-only, every ``sete r8`` of a block would land in the one
+    O_W register and form a chain of merges (1 cycle each on Zen 4, where 2 fit in a cycle)."""
+    return o.read or (o.write and o.kind == "reg" and o.cls == "gpr" and o.width in (8, 16))
+
+
 def _role(o: Operand) -> str:
-    return "RW" if o.read and o.write else "R" if o.read else "W"
+    return "RW" if reads(o) and o.write else "R" if o.read else "W"
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ class JobConfig:
     noise: float = 0.005
     compare_pmevo: bool = True
     pmevo_minutes: float = 1.5
+    pmevo_schemes: int = 60
     workdir: str | None = None
     simulated: bool = False
     mcpu: str | None = None
@@ -271,7 +272,19 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         result, mapping, r_max = _infer(oracle, names, catalogue, config, state, say)
         t = _stage(seconds, "inference", t)
         mapped = sorted(mapping.uops) if mapping else []
-        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, _inference_experiments(state))
+        exclude = _inference_experiments(state)
+        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, exclude)
+        pmevo_on = mapped
+        if config.compare_pmevo and config.method != "pmevo" and len(mapped) > max(3, config.pmevo_schemes):
+            # PMEvo measures every pair of its schemes: train it on a sample, and draw half as
+            # many held-out experiments again from that sample, so that every predictor is
+            # scored on experiments PMEvo covers
+            pmevo_on = sorted(random.Random(config.seed).sample(mapped, config.pmevo_schemes))
+            extra = held_out_experiments(pmevo_on, config.held_out // 2, config.seed + 104729, exclude | set(held))
+            held += extra
+            notes.append(f"PMEvo is trained on a random sample of {len(pmevo_on)} of the {len(mapped)} mapped "
+                         f"schemes (it measures every pair); {len(extra)} of the held-out experiments are drawn "
+                         "from that sample")
         measured = oracle.measure(held)
         t = _stage(seconds, "held-out measurement", t)
         preds: dict[str, list[float | None]] = {
@@ -280,7 +293,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         preds.update(tool_predictions(catalogue, held, models, notes))
         t = _stage(seconds, "llvm-mca and OSACA", t)
         if config.compare_pmevo and config.method != "pmevo":
-            pm = _pmevo(oracle, mapped, r_max, config, work, say)
+            pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)
             preds["PMEvo"] = [float(x) for x in evaluate_many(pm, held, r_max=r_max)]
             t = _stage(seconds, "PMEvo", t)
     finally:
