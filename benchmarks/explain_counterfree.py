@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from explain_fixtures import synthetic, zen_like  # noqa: E402
 
 from pmsolve.harness.simulated import SimulatedOracle  # noqa: E402
-from pmsolve.infer.explain import ExplainOptions, explain  # noqa: E402
+from pmsolve.infer.explain import ExplainOptions, infer  # noqa: E402
 from pmsolve.infer.explain.compare import agreement  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def run(kind: str, seed: int, noise: float) -> dict:
     truth, r_max = (zen_like(seed), 5) if kind == "zen" else (synthetic(seed), 4)
     oracle = SimulatedOracle(truth, r_max=r_max, noise=noise, seed=seed)
     t = time.perf_counter()
-    res = explain(oracle, ExplainOptions(epsilon=0.03 if noise else 0.02))
+    res = infer(oracle, ExplainOptions(epsilon=0.03 if noise else 0.02))
     seconds = time.perf_counter() - t
     ports = res.summary["ports"]
     ag = agreement(truth, res.mapping) if ports == len(truth.ports) else None

@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from pmsolve.formats import load_mapping  # noqa: E402
 from pmsolve.harness.simulated import SimulatedOracle  # noqa: E402
-from pmsolve.infer.explain import ExplainOptions, explain  # noqa: E402
+from pmsolve.infer.explain import ExplainOptions, infer  # noqa: E402
 from pmsolve.infer.explain.compare import agreement  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "zenplus" / "explainable_port_mapping.json"
@@ -127,7 +127,7 @@ def main() -> int:
         state = str(Path(args.state) / f"zen-noise{args.noise}-seed{args.seed}-{args.counter}-{args.hook}"
                                        f"-{args.limit or 'all'}.json")
     t0 = time.perf_counter()
-    res = explain(oracle, opts, state=state,
+    res = infer(oracle, opts, state=state,
                   progress=None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True)))
     seconds = time.perf_counter() - t0
     if args.out:

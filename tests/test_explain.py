@@ -16,7 +16,7 @@ from pmsolve.cli import main
 from pmsolve.errors import ValidationError
 from pmsolve.formats import load_mapping
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.infer.explain import ExplainOptions, Explanation, Misfit, explain, zenplus_postulate_6_5
+from pmsolve.infer.explain import ExplainOptions, Explanation, Misfit, infer, zenplus_postulate_6_5
 from pmsolve.infer.explain.compare import agreement
 from pmsolve.infer.explain.hooks import get_hook, memory_operands
 from pmsolve.infer.explain.vote import majority
@@ -35,7 +35,7 @@ def same_up_to_renaming(truth: PortMapping, found: PortMapping) -> bool:
 @pytest.mark.parametrize("seed,r_max", [(0, 4), (1, None), (2, 4)])
 def test_recovers_synthetic_mapping_exactly(seed, r_max):
     truth = synthetic(seed)
-    res = explain(SimulatedOracle(truth, r_max=r_max, uop_counter=True), ExplainOptions(ports=5))
+    res = infer(SimulatedOracle(truth, r_max=r_max, uop_counter=True), ExplainOptions(ports=5))
     assert same_up_to_renaming(truth, res.mapping)
     assert not res.misfits
     assert res.summary["r_max"] == (r_max or res.summary["peak"]["ipc"])
@@ -44,7 +44,7 @@ def test_recovers_synthetic_mapping_exactly(seed, r_max):
 
 def test_every_uop_has_witnesses_that_reproduce():
     truth = synthetic(3)
-    res = explain(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5, runs=3))
+    res = infer(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5, runs=3))
     for insn, x in res.explanations.items():
         assert x.misfit is None
         for ports, _ in x.uops:
@@ -99,7 +99,7 @@ def test_equivalence_stage_groups_by_port_set(sets):
 # ----------------------------------------------------------------------------- misfits
 
 def test_misfit_categories_with_reasons():
-    res = explain(DeviatingMachine(), ExplainOptions(ports=5, runs=3))
+    res = infer(DeviatingMachine(), ExplainOptions(ports=5, runs=3))
     mis = res.misfits
     assert mis["div"].category == "outside the model" and "slower" in mis["div"].reason
     assert mis["ucode"].category == "micro-coded"
@@ -160,9 +160,9 @@ def test_custom_hook_restores_counts():
     table["ld R:MEM(64)"] = table.pop("ins0")
     truth = PortMapping(PORTS, table)
     oracle = MacroOps(truth, r_max=4, uop_counter=True)
-    plain = explain(oracle, ExplainOptions(ports=5))
+    plain = infer(oracle, ExplainOptions(ports=5))
     assert plain.misfits["ld R:MEM(64)"].category == "micro-coded"
-    fixed = explain(oracle, ExplainOptions(ports=5, uop_hook=lambda i, n: n + ("R:MEM(64)" in i)))
+    fixed = infer(oracle, ExplainOptions(ports=5, uop_hook=lambda i, n: n + ("R:MEM(64)" in i)))
     assert same_up_to_renaming(truth, fixed.mapping)
 
 
@@ -183,28 +183,28 @@ class Counting(SimulatedOracle):
 def test_interrupted_run_resumes_without_remeasuring(tmp_path):
     truth = synthetic(5)
     state = tmp_path / "s.json"
-    full = explain(Counting(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5, runs=2))
+    full = infer(Counting(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5, runs=2))
     with pytest.raises(KeyboardInterrupt):
-        explain(Counting(truth, r_max=4, uop_counter=True, fail_after=200), ExplainOptions(ports=5, runs=2),
+        infer(Counting(truth, r_max=4, uop_counter=True, fail_after=200), ExplainOptions(ports=5, runs=2),
                 state=state)
     done = json.loads(state.read_text())["data"]
     assert done["stages"] and len(done["measurements"]) > 0
     again = Counting(truth, r_max=4, uop_counter=True)
-    res = explain(again, ExplainOptions(ports=5, runs=2), state=state)
+    res = infer(again, ExplainOptions(ports=5, runs=2), state=state)
     assert res.mapping == full.mapping
     assert again.asked < full.summary["stats"]["measurements"]
     final = Counting(truth, r_max=4, uop_counter=True)
-    explain(final, ExplainOptions(ports=5, runs=2), state=state)
+    infer(final, ExplainOptions(ports=5, runs=2), state=state)
     assert final.asked == 0  # everything comes from the state file
     with pytest.raises(ValidationError, match=r"another run \(cegis_epsilon: .*; epsilon: "):
-        explain(final, ExplainOptions(ports=5, epsilon=0.05), state=state)
+        infer(final, ExplainOptions(ports=5, epsilon=0.05), state=state)
     with pytest.raises(ValidationError, match=r"another run \(oracle\.r_max: 4 in the file, 5 now"):
-        explain(Counting(truth, r_max=5, uop_counter=True), ExplainOptions(ports=5, runs=2), state=state)
+        infer(Counting(truth, r_max=5, uop_counter=True), ExplainOptions(ports=5, runs=2), state=state)
 
 
 def test_noisy_oracle_with_vote_still_recovers():
     truth = synthetic(6)
-    res = explain(SimulatedOracle(truth, r_max=4, uop_counter=True, noise=0.005, seed=3),
+    res = infer(SimulatedOracle(truth, r_max=4, uop_counter=True, noise=0.005, seed=3),
                   ExplainOptions(ports=5, runs=3))
     assert agreement(truth, res.mapping).rate() >= 0.9
 
@@ -215,13 +215,13 @@ def test_without_a_counter_the_same_truth_comes_out_by_throughput_alone():
     other scheme's µop count comes from the blocking suite (tests/test_explain_counterfree.py
     has the simulation gate)."""
     truth = synthetic(0)
-    res = explain(SimulatedOracle(truth, r_max=4), ExplainOptions())
+    res = infer(SimulatedOracle(truth, r_max=4), ExplainOptions())
     assert same_up_to_renaming(truth, res.mapping) and not res.misfits
     assert res.summary["counter"] is False and res.summary["ports"] == len(truth.ports)
-    forced = explain(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions(throughput_only=True))
+    forced = infer(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions(throughput_only=True))
     assert forced.summary["counter"] is False and same_up_to_renaming(truth, forced.mapping)
     with pytest.raises(ValidationError, match="number of ports must be given"):
-        explain(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions())
+        infer(SimulatedOracle(truth, r_max=4, uop_counter=True), ExplainOptions())
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -256,7 +256,7 @@ def test_improper_blocking_instruction_blocks_a_store_port():
         "st": [(("4",), 1), (("0", "1"), 1)],
         "rmw": [(("4",), 1), (("0", "1"), 1), (("2", "3"), 1)], "push": [(("4",), 2), (("2",), 1)],
         "ldst": [(("2", "3"), 2), (("4",), 1)]})
-    res = explain(SimulatedOracle(truth, r_max=4, uop_counter=True),
+    res = infer(SimulatedOracle(truth, r_max=4, uop_counter=True),
                   ExplainOptions(ports=5, improper=(("st", 2),)))
     assert same_up_to_renaming(truth, res.mapping)
     assert [b for b, _ in res.summary["blocking"]["suite"]].count("st") == 1
@@ -266,14 +266,14 @@ def test_improper_blocking_instruction_blocks_a_store_port():
 def test_characterisation_options_rerun_only_that_stage(tmp_path):
     truth = synthetic(7)
     state = tmp_path / "s.json"
-    first = explain(Counting(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5), state=state)
+    first = infer(Counting(truth, r_max=4, uop_counter=True), ExplainOptions(ports=5), state=state)
     again = Counting(truth, r_max=4, uop_counter=True)
-    res = explain(again, ExplainOptions(ports=5, integrality=0.5, tolerance=0.03), state=state)
+    res = infer(again, ExplainOptions(ports=5, integrality=0.5, tolerance=0.03), state=state)
     assert again.asked == 0 and res.mapping == first.mapping  # same experiments, answered from the state
     runs = [k for k in json.loads(state.read_text())["data"]["stages"] if k.startswith("run")]
     assert len(runs) == 2
     k_uops = Counting(truth, r_max=4, uop_counter=True)
-    res = explain(k_uops, ExplainOptions(ports=5, k_rule="uops"), state=state)
+    res = infer(k_uops, ExplainOptions(ports=5, k_rule="uops"), state=state)
     assert 0 < k_uops.asked and same_up_to_renaming(truth, res.mapping)
 
 

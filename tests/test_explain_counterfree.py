@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.infer.explain import ExplainOptions, explain
+from pmsolve.infer.explain import ExplainOptions, infer
 from pmsolve.infer.explain.characterise import Probe, fit_uops, flooding_copies, tight_copies
 from pmsolve.infer.explain.compare import agreement
 from pmsolve.infer.explain.structure import components, pair_consistent, port_lower_bound, screen
@@ -27,7 +27,7 @@ def test_gate_recovers_every_covered_scheme_with_noise_and_front_end(make, seed,
     instruction for each port set it uses comes out exactly, up to port renaming, with the
     number of ports inferred. (benchmarks/explain_counterfree.py runs 30 such truths.)"""
     truth = make(seed)
-    res = explain(SimulatedOracle(truth, r_max=r_max, noise=0.01, seed=seed), ExplainOptions(epsilon=0.03))
+    res = infer(SimulatedOracle(truth, r_max=r_max, noise=0.01, seed=seed), ExplainOptions(epsilon=0.03))
     assert res.summary["counter"] is False
     assert res.summary["ports"] == len(truth.ports)
     ag = agreement(truth, res.mapping)
@@ -41,7 +41,7 @@ def test_gate_recovers_every_covered_scheme_with_noise_and_front_end(make, seed,
 
 def test_exact_oracle_gives_full_confidence_and_checks_held_out_experiments():
     truth = synthetic(3)
-    res = explain(SimulatedOracle(truth, r_max=4), ExplainOptions())
+    res = infer(SimulatedOracle(truth, r_max=4), ExplainOptions())
     assert not agreement(truth, res.mapping).different
     chars = [x for x in res.explanations.values() if x.source == "characterised"]
     assert chars and all(x.confidence == pytest.approx(1.0) for x in chars)
@@ -155,10 +155,10 @@ def test_number_of_ports_is_inferred_and_unused_ports_do_not_count():
     table = {"a": [(("0", "1", "2"), 1)], "b": [(("0",), 1)], "c": [(("3", "4"), 1)], "d": [(("5",), 1)],
              "e": [(("6",), 1)], "ab": [(("0", "1", "2"), 1), (("5",), 2)], "cd": [(("3", "4"), 2), (("6",), 1)]}
     truth = PortMapping(ports, table)
-    res = explain(SimulatedOracle(truth, r_max=5), ExplainOptions())
+    res = infer(SimulatedOracle(truth, r_max=5), ExplainOptions())
     assert res.summary["ports"] == 7 and not agreement(truth, res.mapping).different
     wider = PortMapping(ports + ["7", "8"], table)      # two ports nothing uses
-    assert explain(SimulatedOracle(wider, r_max=5), ExplainOptions()).summary["ports"] == 7
+    assert infer(SimulatedOracle(wider, r_max=5), ExplainOptions()).summary["ports"] == 7
 
 
 def test_a_wrong_representative_gets_a_stand_in():
@@ -169,7 +169,7 @@ def test_a_wrong_representative_gets_a_stand_in():
         "alu": [(("0", "1", "2", "3"), 1)], "ld": [(("4", "5"), 1)],
         "aaa_ld_op": [(("4", "5"), 1), (("0", "1", "2", "3"), 1)],   # sorts first: a bad representative
         "x": [(("4", "5"), 1), (("0",), 1)], "mul": [(("0",), 1)]})
-    res = explain(SimulatedOracle(truth, r_max=5), ExplainOptions())
+    res = infer(SimulatedOracle(truth, r_max=5), ExplainOptions())
     suite = {b for b, _ in res.summary["blocking"]["suite"]}
     assert "ld" in suite and "aaa_ld_op" not in suite
     assert not agreement(truth, res.mapping).different and not res.misfits
@@ -178,6 +178,6 @@ def test_a_wrong_representative_gets_a_stand_in():
 def test_representative_order_is_an_option():
     truth = synthetic(0)
     order = ("blk1_twin", "blk0_twin")
-    res = explain(SimulatedOracle(truth, r_max=4), ExplainOptions(rep_order=order))
+    res = infer(SimulatedOracle(truth, r_max=4), ExplainOptions(rep_order=order))
     reps = {c["rep"] for c in res.summary["blocking"]["classes"]}
     assert {"blk1_twin", "blk0_twin"} <= reps and not agreement(truth, res.mapping).different

@@ -22,7 +22,7 @@ from pmsolve.harness.cpu import announce_measuring
 from pmsolve.harness.oracle import Oracle, open_oracle
 from pmsolve.infer.cegis import CegisOptions
 from pmsolve.infer.cegis import infer as cegis_infer
-from pmsolve.infer.explain import ExplainOptions, explain
+from pmsolve.infer.explain import ExplainOptions, infer as explain_infer
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.common import rename_options
 from pmsolve.infer.pmevo import PmevoOptions
@@ -424,7 +424,7 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
                               "(or with --throughput-only) it is inferred")
     announce_measuring(oracle)
     state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
-    result = explain(oracle, options, state=state, progress=None if args.quiet else say)
+    result = explain_infer(oracle, options, state=state, progress=None if args.quiet else stderr_progress)
     if args.out:
         result.save(args.out)
     stats, counts = result.summary["stats"], result.category_counts()

@@ -1,4 +1,4 @@
-"""The one progress event of the inference algorithms (CEGIS, PMEvo).
+"""The one progress event of the inference algorithms (CEGIS, PMEvo, explain).
 
 An algorithm calls ``progress(event)`` with a :class:`ProgressEvent` whenever something worth
 showing happened; ``str(event)`` is a one-line rendering (a printer such as the command line's
@@ -17,7 +17,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """``algorithm`` ("cegis", "pmevo"), ``stage`` (e.g. "measure", "evolve", "counterexample"),
+    """``algorithm`` ("cegis", "pmevo", "explain"), ``stage`` (e.g. "measure", "evolve", "counterexample"),
     a readable ``message``, optional ``done``/``total`` and the stage's figures in ``data``."""
 
     algorithm: str

@@ -38,7 +38,7 @@ from pmsolve.harness.cpu import CpuIdentity, host_cpu, reference_singles
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.cache import CachingOracle
-from pmsolve.infer.explain import ExplainOptions, ExplainResult, explain
+from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
 from pmsolve.metrics import accuracy
@@ -319,7 +319,7 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
     options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                              rep_order=profiles.representative_order(catalogue, names),
                              not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16)
-    result = explain(oracle, options, state=state, progress=lambda m: say("  " + m))
+    result = explain_infer(oracle, options, state=state, progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     if result.mapping is None:
         raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))
     return result, result.mapping, result.summary["r_max"]
@@ -343,7 +343,8 @@ def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:
     oracle = SimulatedOracle(truth, r_max=5, noise=0.01, seed=config.seed)
     names = list(truth.instructions)
     singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
-    result = explain(oracle, ExplainOptions(epsilon=0.03, runs=config.runs), progress=lambda m: say("  " + m))
+    result = explain_infer(oracle, ExplainOptions(epsilon=0.03, runs=config.runs),
+                           progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     mapping, r_max = result.mapping, result.summary["r_max"]
     held = held_out_experiments(sorted(mapping.uops), config.held_out, config.seed + 7919)
     measured = oracle.measure(held)

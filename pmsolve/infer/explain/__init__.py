@@ -1,9 +1,10 @@
 """Explainable port-mapping inference with a µop counter (dissertation ch. 6, ASPLOS'24).
 
     from pmsolve.harness.oracle import open_oracle
-    from pmsolve.infer.explain import ExplainOptions, explain
+    from pmsolve.infer.explain import ExplainOptions, infer
     oracle = open_oracle("simulated:zenplus.json?r_max=5&uops=1")
-    result = explain(oracle, ExplainOptions(ports=10, runs=3), state="zen.explain-state.json")
+    result = infer(oracle, ExplainOptions(ports=10, runs=3), state="zen.explain-state.json",
+                   progress=print)   # ProgressEvents, one line each
     result.mapping, result.explanations["add RW:GPR:32, R:GPR:32"], result.category_counts()
     result.save("zen.explained.json")   # a pmsolve mapping file with witnesses and misfits
 
@@ -16,8 +17,8 @@ ground truth up to port renaming), :mod:`.cli`.
 
 from pmsolve.infer.explain.hooks import HOOKS, get_hook, no_adjustment, zenplus_postulate_6_5
 from pmsolve.infer.explain.options import ExplainOptions
-from pmsolve.infer.explain.pipeline import ExplainResult, explain
+from pmsolve.infer.explain.pipeline import ExplainResult, infer
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness
 
 __all__ = ["CATEGORIES", "ExplainOptions", "ExplainResult", "Explanation", "HOOKS", "Misfit", "Witness",
-           "explain", "get_hook", "no_adjustment", "zenplus_postulate_6_5"]
+           "get_hook", "infer", "no_adjustment", "zenplus_postulate_6_5"]

@@ -35,11 +35,9 @@ from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure
 from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
+from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.throughput import batch_inverse_throughput
-
-Progress = Callable[[str], None]
-
 
 
 @dataclass
@@ -73,12 +71,19 @@ class ExplainResult:
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
-def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = None,
-            progress: Progress | None = None) -> ExplainResult:
+def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = None,
+          progress: Progress | None = None) -> ExplainResult:
     """Run (or resume, with the same ``state`` file) the explainable inference: with the oracle's
     µop counter when it has one (ASPLOS'24), by throughput alone otherwise or when
-    ``options.throughput_only``."""
-    say = progress or (lambda msg: None)
+    ``options.throughput_only``. ``progress`` receives :class:`~pmsolve.infer.progress.ProgressEvent`\\ s
+    whose ``stage`` is the pipeline stage (singletons, classes, structure, characterise, …) and
+    whose ``data["depth"]`` says how deep in that stage's detail a line is."""
+    emit = emitter("explain", progress)
+    current = ["setup"]
+
+    def say(msg: str) -> None:
+        text = msg.lstrip(" ")
+        emit(current[0], text, depth=(len(msg) - len(text)) // 2)
     t_start = time.perf_counter()
     o = options
     counter = bool(oracle.has_uop_counter) and not o.throughput_only
@@ -103,6 +108,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
         got = cp.done(name)
         if got is not None:
             return got
+        current[0] = name
         t0 = time.perf_counter()
         out = cp.finish(name, fn())
         say(f"stage {name} done in {time.perf_counter() - t0:.1f}s ({orc.measured} measurements so far)")
@@ -162,6 +168,7 @@ def explain(oracle: Any, options: ExplainOptions, *, state: str | Path | None = 
     for run in range(o.runs):
         name = f"run{run} ({o.characterisation_key()})"
         if cp.done(name) is None:
+            current[0] = "characterise"
             say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
                 f"run {run + 1}/{o.runs}")
             got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
