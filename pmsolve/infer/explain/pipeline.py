@@ -104,13 +104,16 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     if cp.resumed:
         say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(orc.known())} measurements")
 
+    timing: dict[str, dict[str, float]] = {}   # stage → seconds and experiments measured (this process)
+
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         got = cp.done(name)
         if got is not None:
             return got
         current[0] = name
-        t0 = time.perf_counter()
+        t0, m0 = time.perf_counter(), orc.measured
         out = cp.finish(name, fn())
+        timing[name] = {"seconds": round(time.perf_counter() - t0, 2), "measured": orc.measured - m0}
         say(f"stage {name} done in {time.perf_counter() - t0:.1f}s ({orc.measured} measurements so far)")
         return out
 
@@ -171,14 +174,18 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
             current[0] = "characterise"
             say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
                 f"run {run + 1}/{o.runs}")
+            t0, m0 = time.perf_counter(), orc.measured
             got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
+            timing[f"characterise run {run + 1}"] = {"seconds": round(time.perf_counter() - t0, 2),
+                                                     "measured": orc.measured - m0}
             cp.finish(name, {i: x.to_json() for i, x in got.items()})
         per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
     explanations.update(vote(per_run))
     mapping = _final_mapping(bmap, explanations)
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),
-                        "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns)}
+                        "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns),
+                        "stages": timing}
     cp.save()
     return ExplainResult(mapping, explanations, summary, warnings)
 
