@@ -12,6 +12,7 @@ from typing import Any
 from pmsolve.cli.flags import add_json_argument
 from pmsolve.cli.output import emit_json
 from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.infer.explain.witnesses import Explanation
 
 
@@ -28,12 +29,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def load_explained(path: str) -> dict[str, Any]:
     """The ``explanation`` object of a mapping file written by ``pmsolve infer explain -o``."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise FormatError(f"{path}: malformed JSON: {exc}") from None
+    data = parse_json_text(read_text_file(path, "mapping file"), path)
     ex = data.get("explanation") if isinstance(data, dict) else None
     if not isinstance(ex, dict) or ex.get("format") != "pmsolve.explanation":
         raise FormatError(f"{path}: no explanation in this file (write one with `pmsolve infer explain -o`)")
