@@ -80,7 +80,7 @@ def output_file(path: str | None, what: str = "output file") -> str | None:
     """Check an output file before any work (:func:`~pmsolve.fileio.check_output_path`): a
     directory, socket or unwritable place there is refused in one line. One rule for every
     command: missing parent directories are created when the file is written."""
-    if path:
+    if path is not None:
         check_output_path(path, what, make_parents=True)
     return path
 
