@@ -389,7 +389,9 @@ def _bytes_or_json():
                                                                                         max_size=4), max_leaves=12)
     keys = st.sampled_from(["format", "version", "ports", "instructions", "kind", "arch", "assignment", "data",
                             "portusage", "experiments", "counts", "cycles", "exps", "iseq", "result", "others"])
-    shaped = st.dictionaries(keys, doc, max_size=5)
+    tags = st.sampled_from([("format", "pmsolve.mapping"), ("format", "pmsolve.experiments"), ("kind", "Mapping2"),
+                            ("kind", "Mapping3"), ("kind", "ExperimentList"), ("version", 1)])
+    shaped = st.builds(lambda tag, rest: {**rest, tag[0]: tag[1]}, tags, st.dictionaries(keys, doc, max_size=5))
     as_text = (doc | shaped).map(lambda d: json.dumps(d))
     return st.binary(max_size=64) | as_text.map(str.encode) | st.text(max_size=40).map(str.encode)
 

@@ -145,7 +145,11 @@ def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) ->
             u.form(k)
     else:
         forms = [f.strip() for f in args.schemes.split(",") if f.strip()]
+        excluded = set(camp.state.unsupported or ())
         for k in forms:
+            if k in excluded:
+                raise ValidationError(f"instruction form {k!r} is excluded from the AnICA universe: {cfg.a} or "
+                                      f"{cfg.b} cannot predict it alone (filter_unsupported = false in [isa] keeps it)")
             u.form(k)
         vals = camp.sampler._operands(AbstractBlock.top(len(forms)), forms, rng)
         if vals is None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-from pathlib import Path
 from typing import Any
 
 from pmsolve.cli.flags import add_json_argument

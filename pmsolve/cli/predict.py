@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from pmsolve.cli.flags import POSITIVE_INT, add_executor_arguments, add_json_argument, executor_from_args, output_file
@@ -35,10 +34,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def _blocks(args: argparse.Namespace) -> list[Block]:
     blocks = []
     for text in args.block or []:
-        lines = [ln.strip() for ln in text.replace(";", "\n").splitlines() if ln.strip()]
-        if not lines:
-            raise ValidationError(f"empty block {text!r}")
-        blocks.append(Block.of([("", ln) for ln in lines]))
+        blocks.append(Block.parse(text))
     if args.blocks:
         data = parse_json_text(read_text_file(args.blocks, "block file"), args.blocks)
         items = data.get("blocks") if isinstance(data, dict) else data
