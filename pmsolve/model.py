@@ -27,7 +27,7 @@ PortSet = frozenset[str]
 
 #: The largest count of an instruction in an experiment or of a µop in a mapping: far above any
 #: real loop body or µop count, low enough that a typo such as 1e300 is refused, not computed with.
-MAX_COUNT = 1_000_000
+MAX_COUNT = 1_000_000_000
 
 
 def _check_count(value: object, what: str, *, allow_zero: bool = False) -> int:
