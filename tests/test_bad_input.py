@@ -77,6 +77,7 @@ FILES: dict[str, str | bytes] = {
     "explain-stale.json": _stale_state("explain"),
     "ckpt/": "",
     "ckpt/state.json": _stale_state("pmevo"),
+    "explained_bad.json": '{"explanation": {"format": "pmsolve.explanation", "schemes": {"add": {"uops": 3}}}}',
     "camp/": "",
     "camp/state.json": BINARY,
 }
@@ -140,6 +141,7 @@ CASES = [
     ("explain-file-malformed", ["explain", "malformed.json"], "malformed JSON"),
     ("explain-file-missing", ["explain", "nosuch.json"], "cannot read"),
     ("explain-file-plain-mapping", ["explain", "fig.json"], "no explanation"),
+    ("explain-file-damaged", ["explain", "explained_bad.json", "add"], "malformed explanation"),
     ("predict-blocks-binary", ["predict", "-p", "mapping:fig.json", "--blocks", "binary.json"], "not UTF-8"),
     ("predict-blocks-dupkey", ["predict", "-p", "mapping:fig.json", "--blocks", "dupkey.json"], "duplicate key"),
     ("predict-mapping-binary", ["predict", "-p", "mapping:binary.json", "addq %rax, %rbx"], "binary.json"),
@@ -340,7 +342,11 @@ def test_missing_output_folders_are_created_by_every_command(work, capsys):
                        (["encode", "--export", "new/d/ex"], "new/d/ex"),
                        (["evaluate", "-m", "fig.json", "--measurements", "exps.json", "--heatmap", "new/e/h.png"],
                         "new/e/h.png"),
-                       (CEGIS + ["-o", "new/f/m.json"], "new/f/m.json.cegis-state.json")):
+                       (CEGIS + ["-o", "new/f/m.json"], "new/f/m.json.cegis-state.json"),
+                       (["predict", "-p", "mapping:fig.json", "--cache", "new/g/c.sqlite", "addq %rax, %rbx"],
+                        "new/g/c.sqlite"),
+                       (PMEVO + ["--quiet", "--checkpoint", "new/h/ck", "-o", "new/i/p.json"], "new/h/ck/state.json"),
+                       (PMEVO + ["--quiet", "-o", "new/i/p.json"], "new/i/p.json")):
         assert main(argv) == 0, (argv, capsys.readouterr().err)
         assert (work / made).exists(), made
     capsys.readouterr()

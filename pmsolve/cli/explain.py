@@ -9,7 +9,7 @@ from typing import Any
 
 from pmsolve.cli.flags import add_json_argument
 from pmsolve.cli.output import emit_json
-from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
 from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.infer.explain.witnesses import Explanation
 
@@ -47,8 +47,18 @@ def find_scheme(schemes: dict[str, Any], name: str, path: str) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    ex = load_explained(args.mapping)
+    try:
+        return _show(args, load_explained(args.mapping))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged or hand-edited file
+        if isinstance(exc, PmsolveError):
+            raise
+        raise FormatError(f"{args.mapping}: malformed explanation ({type(exc).__name__}: {exc})") from None
+
+
+def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
     schemes = ex.get("schemes", {})
+    if not isinstance(schemes, dict):
+        raise FormatError(f"{args.mapping}: malformed explanation (schemes is not an object)")
     if not args.insn:
         if args.json:
             emit_json({k: v for k, v in ex.items() if k != "schemes"})

@@ -69,7 +69,7 @@ class MappingPredictor:
         for insn in block.insns:
             if not insn.scheme:
                 return (f"unsupported: {insn.asm.strip()!r} carries no scheme name, and a port mapping predicts "
-                        f"from scheme names (give blocks with {{scheme, asm}} entries, e.g. --blocks FILE)")
+                        f"from scheme names (give blocks with {{scheme, asm}} entries)")
             m = self.scheme(insn.scheme)
             if m is None:
                 return (f"unsupported: scheme {insn.scheme!r} ({insn.asm.strip()!r}) has no counterpart "
