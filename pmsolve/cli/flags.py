@@ -21,8 +21,8 @@ from urllib.parse import parse_qsl
 from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
 from pmsolve.backends import names as backend_names
 from pmsolve.backends import requested_name
-from pmsolve.executor import ENV_VAR as EXECUTOR_ENV_VAR
 from pmsolve.errors import OutputError, ValidationError
+from pmsolve.executor import ENV_VAR as EXECUTOR_ENV_VAR
 from pmsolve.executor import KINDS, Executor, open_executor, use_executor
 from pmsolve.fileio import check_output_path
 from pmsolve.formats import MAPPING_FORMATS
