@@ -59,6 +59,9 @@ def _inspect(path: Path, what: str) -> tuple[str, Path, os.stat_result | None]:
         st: os.stat_result | None = os.stat(path)  # follows symlinks (and /proc's magic links)
     except FileNotFoundError:
         st = None
+    except NotADirectoryError:
+        blocker = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path.parent)
+        raise OutputError(f"{what} {path}: {blocker} is not a directory") from None
     except OSError as exc:
         raise OutputError(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
     if st is None:

@@ -27,6 +27,7 @@ Experiment lists: pmsolve's own ``{"format": "pmsolve.experiments", "version": 1
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from pathlib import Path
@@ -39,15 +40,60 @@ from pmsolve.model import Experiment, Measurement, PortMapping, Uop, sort_ports
 MAPPING_FORMATS = ("pmsolve", "pmevo", "explainable", "uopsinfo")
 
 
-def _read_json(path: str | Path) -> Any:
+def read_text_file(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of an input file, or one :class:`FormatError` line (missing, a directory,
+    unreadable, not UTF-8) instead of an OSError or UnicodeDecodeError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise FormatError(f"{path}: is a directory; give the {what}'s path") from None
     except OSError as exc:
-        raise FormatError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+        raise FormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
-        return json.loads(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: {what} is not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x})") from None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise FormatError(f"duplicate key {key!r} (each key may appear once per object)")
+        out[key] = value
+    return out
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise FormatError(f"number {text} is too large (not finite)")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise FormatError(f"{name} is not a number JSON allows (write a finite number or null)")
+
+
+def parse_json_text(text: str, source: str = "") -> Any:
+    """Strict JSON: a duplicate key, NaN/Infinity or a number too large for a float is refused
+    (Python's json would keep the last key and accept them), as is malformed text; every
+    refusal is one :class:`FormatError` naming ``source``."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_float=_finite,
+                          parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise FormatError(_where(source, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")) from None
+    except FormatError as exc:
+        raise FormatError(_where(source, str(exc))) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise FormatError(_where(source, f"malformed JSON: {exc}")) from None
+    except RecursionError:
+        raise FormatError(_where(source, "JSON nested too deeply")) from None
+
+
+def _read_json(path: str | Path) -> Any:
+    return parse_json_text(read_text_file(path), str(path))
 
 
 def _write_text(path: str | Path, text: str) -> None:

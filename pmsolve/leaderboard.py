@@ -16,6 +16,8 @@ port mapping (no µops, no choice of port), so it is read into :class:`PalmedMod
 
 from __future__ import annotations
 
+import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.fileio import atomic_write_bytes
 from pmsolve.formats import _read_json, load_mapping
 from pmsolve.isa.bridge import detect_naming, scheme_key
 from pmsolve.metrics import Accuracy, accuracy
@@ -349,8 +352,10 @@ def heatmaps(board: Leaderboard, path: str | Path, unit: str = "cycles", title: 
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    image = io.BytesIO()  # written by fileio: atomic, parents created, never clobbering a device
+    fig.savefig(image, dpi=110, format=Path(path).suffix.lstrip(".").lower() or "png")
     plt.close(fig)
+    atomic_write_bytes(path, image.getvalue(), "heat map")
 
 
 # ----------------------------------------------------------------------------- specs
@@ -370,8 +375,8 @@ def parse_mapping_spec(spec: str) -> tuple[str, str | None, float | None]:
                 r_max = float(m.group(2))
             except ValueError:
                 raise ValidationError(f"mapping spec {spec!r}: r_max must be a number") from None
-            if not r_max > 0:
-                raise ValidationError(f"mapping spec {spec!r}: r_max must be positive")
+            if not (r_max > 0 and math.isfinite(r_max)):
+                raise ValidationError(f"mapping spec {spec!r}: r_max must be a finite number > 0, got {m.group(2)!r}")
     return path, label, r_max
 
 

@@ -14,6 +14,8 @@ itself; :mod:`pmsolve.formula` and :mod:`pmsolve.throughput` build on it.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations_with_replacement
@@ -23,9 +25,13 @@ from pmsolve.errors import UnknownNameError, ValidationError
 
 PortSet = frozenset[str]
 
+#: The largest count of an instruction in an experiment or of a µop in a mapping: far above any
+#: real loop body or µop count, low enough that a typo such as 1e300 is refused, not computed with.
+MAX_COUNT = 1_000_000_000
+
 
 def _check_count(value: object, what: str, *, allow_zero: bool = False) -> int:
-    """Return ``value`` as an int if it is a (non-negative / positive) integer, else raise."""
+    """Return ``value`` as an int if it is a (non-negative / positive) integer ≤ MAX_COUNT, else raise."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -33,7 +39,25 @@ def _check_count(value: object, what: str, *, allow_zero: bool = False) -> int:
             raise ValidationError(f"{what}: count must be an integer, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValidationError(f"{what}: count must be {'≥ 0' if allow_zero else '≥ 1'}, got {value}")
+    if value > MAX_COUNT:
+        raise ValidationError(f"{what}: count must be at most {MAX_COUNT:,}, got {value:.3g}")
     return value
+
+
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
+
+
+def _count_text(text: str) -> int | float | None:
+    """The count an experiment item spells after its last ``:``, or None if it is no number
+    (then the ``:`` belongs to the name). Negative, fractional and huge counts come back as
+    numbers so that the count check names them, instead of an "unknown instruction"."""
+    text = text.strip()
+    if not _NUMBER.match(text):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
 
 def _check_name(name: object, what: str) -> str:
@@ -84,26 +108,45 @@ class Experiment:
     @classmethod
     def parse(cls, text: str, known: Iterable[str] | None = None) -> "Experiment":
         """Parse ``"add:2,mul:1"`` (``;`` separates items instead when present, for names with
-        commas). A count may be omitted. ``known`` resolves names that themselves end in
-        ``:digits`` (uops.info style ``add R:GPR:32``): a whole item that is a known name
-        counts once."""
+        commas; a trailing ``;`` makes one such name an experiment). A count may be omitted.
+        ``known`` resolves names that themselves end in ``:digits`` (uops.info style ``add
+        R:GPR:32``) or contain commas: a whole item, or adjacent comma-separated pieces, that
+        spell a known name count as that name. An empty item (``add:1,,mul:1``) is refused."""
         known_set = set(known) if known is not None else None
         sep = ";" if ";" in text else ","
+        pieces = text.split(sep)
+        if sep == ";" and len(pieces) > 1 and not pieces[-1].strip():
+            pieces.pop()  # the documented trailing ';'
+        if any(not p.strip() for p in pieces) and text.strip():
+            raise ValidationError(f"experiment {text!r}: empty item between {sep!r} separators "
+                                  f"(expected 'insn:count{sep}insn:count')")
         items: list[tuple[str, int]] = []
-        for raw in text.split(sep):
-            item = raw.strip()
-            if not item:
-                continue
+        k = 0
+        while k < len(pieces):
+            item, k = cls._next_item(pieces, k, sep, known_set)
             name, _, tail = item.rpartition(":")
+            count = _count_text(tail) if name.strip() else None
             if known_set is not None and item in known_set:
                 items.append((item, 1))
-            elif name and tail.strip().isdigit():
-                items.append((name.strip(), int(tail)))
+            elif count is not None:
+                items.append((name.strip(), _check_count(count, f"experiment {text!r}: {name.strip()!r}",
+                                                         allow_zero=True)))
             else:
                 items.append((item, 1))
         if not items:
             raise ValidationError(f"experiment {text!r} names no instruction")
         return cls(items)
+
+    @staticmethod
+    def _next_item(pieces: list[str], k: int, sep: str, known: set[str] | None) -> tuple[str, int]:
+        """The item starting at ``pieces[k]`` and the index after it: with ``known`` names, the
+        longest run of comma-separated pieces that spells a known name (with or without a count)."""
+        if known is not None and sep == ",":
+            for j in range(len(pieces), k + 1, -1):
+                joined = sep.join(pieces[k:j]).strip()
+                if joined in known or joined.rpartition(":")[0].strip() in known:
+                    return joined, j
+        return pieces[k].strip(), k + 1
 
     def __iter__(self) -> Iterator[str]:
         return (insn for insn, _ in self.counts)
@@ -286,6 +329,7 @@ class Measurement:
     others: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.cycles, (int, float)) or isinstance(self.cycles, bool) or not self.cycles > 0:
-            raise ValidationError(f"measurement of {self.experiment}: cycles must be a positive number, "
+        if (not isinstance(self.cycles, (int, float)) or isinstance(self.cycles, bool) or not self.cycles > 0
+                or not math.isfinite(self.cycles)):
+            raise ValidationError(f"measurement of {self.experiment}: cycles must be a positive finite number, "
                                   f"got {self.cycles!r}")

@@ -113,7 +113,7 @@ def test_throughput_through_a_backend(capsys, fig_file, backend):
     (["throughput", "-m", "{bad}", "-e", "add:1"], "malformed JSON"),
     (["throughput", "-m", "/nonexistent.json", "-e", "add:1"], "cannot read file"),
     (["throughput", "-m", "{fig}"], "give at least one --experiment"),
-    (["throughput", "-m", "{fig}", "-e", "add:1", "--r-max", "-1"], "r_max must be positive"),
+    (["throughput", "-m", "{fig}", "-e", "add:1", "--r-max", "-1"], "--r-max: expected a finite number > 0, got '-1'"),
     (["evaluate", "-m", "{fig}", "--measurements", "{fig}"], "not an experiment list"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, fig_file, argv, msg):

@@ -28,8 +28,9 @@ from pmsolve.anica.interesting import Criterion, PredictorPair
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
 from pmsolve.anica.uops import uop_counts
-from pmsolve.errors import FormatError, ValidationError
+from pmsolve.errors import FormatError, PmsolveError, ValidationError
 from pmsolve.fileio import atomic_write_text, digest, refuse_other_run
+from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.isa import load_catalogue
 from pmsolve.predictors.base import Predictor
 
@@ -127,12 +128,15 @@ def _identity(cfg: Config) -> dict[str, Any]:
 
 def load_state(folder: str | Path) -> State:
     path = Path(folder) / STATE
+    if not path.exists():
+        raise FormatError(f"no campaign state at {path} (run `pmsolve anica discover ... -o {folder}` first)")
+    doc = parse_json_text(read_text_file(path, "campaign state"), str(path))
     try:
-        return State.from_json(json.loads(path.read_text()))
-    except OSError as exc:
-        raise FormatError(f"no campaign state at {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"campaign state {path} is not JSON: {exc}") from None
+        return State.from_json(doc)
+    except PmsolveError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise FormatError(f"campaign state {path} is malformed ({type(exc).__name__}: {exc})") from None
 
 
 class Campaign:
@@ -266,6 +270,8 @@ class Campaign:
             s.subsumed += 1
             return
         for order in range(self.cfg.orders):
+            if self._done():  # the budget counts discoveries, not interesting blocks
+                break
             ab, tree, score = self.generalizer.generalize(small, rng)
             if self.subsumed_by_any(ab):
                 continue

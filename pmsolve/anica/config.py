@@ -18,13 +18,14 @@ campaign fits a 2-core machine (documented deviation). Budget 0 means unlimited.
 
 from __future__ import annotations
 
-import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.formats import parse_json_text, read_text_file
 
 SECTIONS = {
     "predictors": {"a": "a", "b": "b"},
@@ -90,6 +91,8 @@ def parse(doc: Mapping[str, Any], where: str = "config") -> Config:
     """A config document (sections as above) -> Config, naming unknown keys."""
     kw: dict[str, Any] = {}
     types = {f.name: f.type for f in fields(Config)}
+    if not isinstance(doc, Mapping):
+        raise FormatError(f"{where}: a config is a table/object of sections, got a {type(doc).__name__}")
     for key, val in doc.items():
         if key in TOP_LEVEL:
             kw[TOP_LEVEL[key]] = val
@@ -110,17 +113,18 @@ def parse(doc: Mapping[str, Any], where: str = "config") -> Config:
               else isinstance(v, int) and not isinstance(v, bool))
         if not ok:
             raise FormatError(f"{where}: {k} must be a {t}, got {v!r}")
+        if t == "float" and not math.isfinite(v):
+            raise FormatError(f"{where}: {k} must be a finite number, got {v!r}")
     return Config(**kw)
 
 
 def load(path: str | Path) -> Config:
     path = Path(path)
+    text = read_text_file(path, "campaign config")
+    if path.suffix == ".json":
+        return parse(parse_json_text(text, str(path)), str(path))
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FormatError(f"cannot read config {path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"config {path}: {exc}") from None
     return parse(doc, str(path))

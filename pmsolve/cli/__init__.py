@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Sequence
 
 from pmsolve import __version__
 from pmsolve.cli import anica, demo, explain, infer, isa, predict, strategy, throughput
-from pmsolve.cli.output import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
+from pmsolve.cli.flags import OneLineParser
+from pmsolve.cli.output import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, one_line
 from pmsolve.errors import PmsolveError
 from pmsolve.formats import MAPPING_FORMATS
 
@@ -25,13 +27,15 @@ GROUPS = (throughput, infer, explain, strategy, isa, predict, anica, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="pmsolve",
         description="CPU port mappings as a solved, checkable problem: compute the throughput a "
                     "port mapping implies, infer mappings from measurements (this CPU, simulated or "
                     "recorded), check strategies and theorems, evaluate against measurements, with "
                     "the solver backend of your choice. `pmsolve infer` alone runs the main job.",
-        epilog="Mappings are read in any of: " + ", ".join(MAPPING_FORMATS) + " (detected automatically).")
+        epilog="Mappings are read in any of: " + ", ".join(MAPPING_FORMATS) + " (detected automatically). "
+               "Every output path is checked before any work starts; missing parent directories of an "
+               "output are created.")
     parser.add_argument("--version", action="version", version=f"pmsolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
@@ -39,16 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _note(message, category, filename, lineno, file=None, line=None) -> None:
+    """A library warning as one line on stderr, not Python's two lines with a source line."""
+    print(f"pmsolve: note: {one_line(str(message))}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # argparse's own errors: one line (OneLineParser); --help and --version exit 0
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _note
+            return args.func(args)
     except PmsolveError as exc:
-        print(f"pmsolve: error: {exc}", file=sys.stderr)
+        print(f"pmsolve: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("pmsolve: interrupted", file=sys.stderr)

@@ -15,8 +15,11 @@ from pmsolve.anica import config, report
 from pmsolve.anica.campaign import Campaign, build_universe, load_state, supported_universe
 from pmsolve.anica.domain import AbstractBlock, Concrete
 from pmsolve.anica.sampler import to_block
-from pmsolve.cli.flags import add_executor_arguments, add_json_argument, add_quiet_argument, executor_from_args
-from pmsolve.errors import FormatError, ValidationError
+from pmsolve.cli.flags import (NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, add_executor_arguments, add_json_argument,
+                               add_quiet_argument, executor_from_args, output_dir)
+from pmsolve.cli.output import strict_json
+from pmsolve.errors import FormatError, PmsolveError, ValidationError
+from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.predictors import open_predictor
 
@@ -31,8 +34,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                        "blocks (Alg. 8.1) until the budget is spent; rerun to resume.")
     _common(d)
     d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
-    d.add_argument("--discoveries", type=int, help="stop after this many discoveries")
-    d.add_argument("--seconds", type=float, help="time budget")
+    d.add_argument("--discoveries", type=NON_NEGATIVE_INT, help="stop after this many discoveries (0: no limit)")
+    d.add_argument("--seconds", type=POSITIVE, help="time budget")
     d.set_defaults(func=cmd_discover)
     g = actions.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)",
                            description="Generalise one concrete block on which the predictors disagree into "
@@ -55,7 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-a", help="first predictor (overrides the config), e.g. llvm-mca:znver3")
     p.add_argument("-b", help="second predictor, e.g. osaca:ZEN3")
     p.add_argument("--seed", type=int, help="random seed (overrides the config)")
-    p.add_argument("--workers", type=int, help="parallel predictor calls per predictor")
+    p.add_argument("--workers", type=POSITIVE_INT, help="parallel predictor calls per predictor")
     add_executor_arguments(p, workers=False)
     add_quiet_argument(p)
     add_json_argument(p)
@@ -92,14 +95,20 @@ def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign
             ex.close()
 
 
+def _dumps(data: object) -> str:
+    return json.dumps(strict_json(data), default=str, allow_nan=False)
+
+
 def cmd_discover(args: argparse.Namespace) -> int:
-    with _campaign(args, _config(args)) as camp:
+    output_dir(args.out, "campaign folder")
+    cfg = _config(args)
+    with _campaign(args, cfg) as camp:
         st = camp.run()
     html_path, json_path = report.write(st, camp.universe, args.out)
     summary = {"discoveries": len(st.final()), "found": len(st.discoveries), "sampled": st.sampled,
                "interesting": st.interesting, "seconds": round(st.elapsed, 1),
                "report": str(html_path), "json": str(json_path)}
-    print(json.dumps(summary) if args.json else
+    print(_dumps(summary) if args.json else
           f"{summary['discoveries']} discoveries ({summary['found']} before filtering) from "
           f"{st.sampled} sampled blocks, {st.interesting} interesting, {st.elapsed:.0f} s\n"
           f"report: {html_path}\njson:   {json_path}")
@@ -107,6 +116,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
+    output_dir(args.out, "predictor-support folder")
     if args.out:
         return _generalize_in(args)
     with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
@@ -124,15 +134,22 @@ def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) ->
     u = camp.universe
     rng = random.Random(cfg.seed)
     if args.concrete:
+        doc = parse_json_text(read_text_file(args.concrete, "concrete block"), args.concrete)
         try:
-            c = Concrete.from_json(json.loads(Path(args.concrete).read_text()))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FormatError(f"cannot read concrete block {args.concrete}: {exc}") from None
+            c = Concrete.from_json(doc)
+        except PmsolveError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise FormatError(f"{args.concrete}: not a concrete block ({type(exc).__name__}: {exc})") from None
         for k in c.forms:
             u.form(k)
     else:
         forms = [f.strip() for f in args.schemes.split(",") if f.strip()]
+        excluded = set(camp.state.unsupported or ())
         for k in forms:
+            if k in excluded:
+                raise ValidationError(f"instruction form {k!r} is excluded from the AnICA universe: {cfg.a} or "
+                                      f"{cfg.b} cannot predict it alone (filter_unsupported = false in [isa] keeps it)")
             u.form(k)
         vals = camp.sampler._operands(AbstractBlock.top(len(forms)), forms, rng)
         if vals is None:
@@ -147,7 +164,7 @@ def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) ->
         results.append({"order": order, "block": ab.to_json(), "describe": ab.describe(), "score": score,
                         "tree": [n.to_json() for n in tree]})
     if args.json:
-        print(json.dumps({"block": blk.lines, "results": results}, default=str))
+        print(_dumps({"block": blk.lines, "results": results}))
     else:
         print("block:\n  " + "\n  ".join(blk.lines))
         for r in results:
@@ -162,7 +179,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     u = supported_universe(build_universe(st.config), st.unsupported or [])
     html_path, json_path = report.write(st, u, args.campaign)
     if args.json:
-        print(json.dumps({"report": str(html_path), "json": str(json_path), "discoveries": len(st.final())}))
+        print(_dumps({"report": str(html_path), "json": str(json_path), "discoveries": len(st.final())}))
     else:
         print(f"{len(st.final())} discoveries{'' if st.finished else ' (campaign not finished)'}\n"
               f"report: {html_path}\njson:   {json_path}")

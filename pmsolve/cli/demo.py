@@ -7,7 +7,7 @@ import argparse
 from pmsolve.cli.output import fraction_text, table
 from pmsolve.data import example_mapping
 from pmsolve.errors import PmsolveError
-from pmsolve.fileio import check_output_path
+from pmsolve.cli.flags import POSITIVE, output_file
 from pmsolve.formats import save_mapping
 from pmsolve.model import Experiment, sort_ports
 from pmsolve.throughput import bottleneck, inverse_throughput
@@ -17,7 +17,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="show the bundled example mapping and the throughputs it implies",
                        description="Print the bundled Zen+ blocking-instruction mapping (dissertation "
                                    "Table 6.2) and evaluate a few experiments on it.")
-    p.add_argument("--r-max", type=float, default=5, help="front-end cap (default 5, as on Zen+)")
+    p.add_argument("--r-max", type=POSITIVE, default=5, help="front-end cap (default 5, as on Zen+)")
     p.add_argument("-o", "--out", help="also write the example mapping to this file")
     p.set_defaults(func=cmd_demo)
 
@@ -30,8 +30,7 @@ def _memory_role(insn: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if args.out:
-        check_output_path(args.out)
+    output_file(args.out)
     mapping = example_mapping()
     print("Bundled example: the blocking instructions of AMD Zen+ as inferred in the dissertation "
           "(Table 6.2), ports renamed like the documentation.\n")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-from pathlib import Path
 from typing import Any
 
 from pmsolve.cli.flags import add_json_argument
 from pmsolve.cli.output import emit_json
-from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
+from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.infer.explain.witnesses import Explanation
 
 
@@ -28,12 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def load_explained(path: str) -> dict[str, Any]:
     """The ``explanation`` object of a mapping file written by ``pmsolve infer explain -o``."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise FormatError(f"{path}: malformed JSON: {exc}") from None
+    data = parse_json_text(read_text_file(path, "mapping file"), path)
     ex = data.get("explanation") if isinstance(data, dict) else None
     if not isinstance(ex, dict) or ex.get("format") != "pmsolve.explanation":
         raise FormatError(f"{path}: no explanation in this file (write one with `pmsolve infer explain -o`)")
@@ -53,8 +47,18 @@ def find_scheme(schemes: dict[str, Any], name: str, path: str) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    ex = load_explained(args.mapping)
+    try:
+        return _show(args, load_explained(args.mapping))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged or hand-edited file
+        if isinstance(exc, PmsolveError):
+            raise
+        raise FormatError(f"{args.mapping}: malformed explanation ({type(exc).__name__}: {exc})") from None
+
+
+def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
     schemes = ex.get("schemes", {})
+    if not isinstance(schemes, dict):
+        raise FormatError(f"{args.mapping}: malformed explanation (schemes is not an object)")
     if not args.insn:
         if args.json:
             emit_json({k: v for k, v in ex.items() if k != "schemes"})

@@ -1,21 +1,119 @@
 """The flags several commands share, spelled and read back in one place: ``--backend``,
 ``--workers``/``--scheduler``/``--executor``, ``--oracle``, ``-o``/``--to``, ``--quiet`` and
 ``--json``. A command that fans work out gets the same executor flags as every other one.
+
+Also the rules every command applies to what it is given, so they read the same everywhere:
+numbers (:func:`number`: finite, in range), outputs (:func:`output_file`, :func:`output_dir`:
+checked before any work, missing parent directories created) and flags that exclude each other
+(:func:`refuse_together`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import sys
+from pathlib import Path
+from typing import Callable
+from urllib.parse import parse_qsl
 
 from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
 from pmsolve.backends import names as backend_names
 from pmsolve.backends import requested_name
+from pmsolve.errors import OutputError, ValidationError
 from pmsolve.executor import ENV_VAR as EXECUTOR_ENV_VAR
 from pmsolve.executor import KINDS, Executor, open_executor, use_executor
+from pmsolve.fileio import check_output_path
 from pmsolve.formats import MAPPING_FORMATS
 
 ORACLE_HELP = "simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1] or recorded:MEASUREMENTS.json"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own errors (unknown flag, bad choice, bad number) as the one line every other
+    bad input gets, ``pmsolve: error: …`` and exit 2, instead of the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.removeprefix("pmsolve").strip()
+        where = f"{command}: " if command else ""
+        print(f"pmsolve: error: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+# --------------------------------------------------------------------------- numbers
+
+def number(kind: type = float, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False) -> Callable[[str], int | float]:
+    """An argparse ``type``: a finite ``kind`` (int or float) in [low, high] (``low_open``: above
+    low). NaN, infinities and values out of range are refused naming the value and what is allowed."""
+    allowed = "an integer" if kind is int else "a finite number"
+    if low is not None:
+        allowed += f" {'>' if low_open else '≥'} {low:g}"
+    if high is not None:
+        allowed += f"{' and' if low is not None else ''} ≤ {high:g}"
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if (value is None or (kind is float and not math.isfinite(value))
+                or (low is not None and (value < low or (low_open and value == low)))
+                or (high is not None and value > high)):
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = allowed  # argparse names the type in its own messages
+    return parse
+
+
+POSITIVE_INT = number(int, low=1)
+NON_NEGATIVE_INT = number(int, low=0)
+POSITIVE = number(float, low=0, low_open=True)
+NON_NEGATIVE = number(float, low=0)
+
+
+# --------------------------------------------------------------------------- outputs
+
+def output_file(path: str | None, what: str = "output file") -> str | None:
+    """Check an output file before any work (:func:`~pmsolve.fileio.check_output_path`): a
+    directory, socket or unwritable place there is refused in one line. One rule for every
+    command: missing parent directories are created when the file is written."""
+    if path is not None:
+        check_output_path(path, what, make_parents=True)
+    return path
+
+
+def output_dir(path: str | None, what: str = "output folder") -> str | None:
+    """Check an output folder before any work: an existing one must be a writable directory
+    (a file there is refused in one line); a missing one is created, so its nearest existing
+    ancestor must be a writable directory."""
+    if not path:
+        return path
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{what} {path}: is a file, not a folder; give a folder (it is created if missing)")
+    if folder.is_dir():
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(f"{what} {path}: folder is not writable")
+    else:  # same rule as for files: the nearest existing ancestor must be a writable directory
+        probe = folder.absolute().parent
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+            raise OutputError(f"{what} {path}: cannot create it, {probe} is not a writable directory")
+    return path
+
+
+def refuse_together(args: argparse.Namespace, first: str, second: str, why: str) -> None:
+    """Refuse two flags given together (``first``/``second`` as spelled, e.g. ``--strategy``)
+    instead of silently ignoring one."""
+    def given(flag: str) -> bool:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        return value not in (None, False, [], "none")
+    if given(first) and given(second):
+        raise ValidationError(f"{first} and {second} cannot be combined: {why}")
 
 
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +128,7 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, workers: bool = T
     """``--workers N``, ``--scheduler tcp://HOST:PORT`` and ``--executor KIND`` (read them back with
     :func:`executor_from_args`). ``workers=False`` for a command that has its own ``--workers``."""
     if workers:
-        parser.add_argument("--workers", type=int, default=default_workers,
+        parser.add_argument("--workers", type=POSITIVE_INT, default=default_workers,
                             help=f"{workers_help} (default {default_workers}; a local process pool, or with "
                                  f"--executor dask a Dask LocalCluster of that many processes)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -68,8 +166,26 @@ def extend_with_executor(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
+#: the numeric options of oracle specs, with what each allows (the oracles parse the rest)
+ORACLE_NUMBERS = {"r_max": POSITIVE, "noise": NON_NEGATIVE, "noise_tolerance": NON_NEGATIVE,
+                  "rounds": POSITIVE_INT, "target_ticks": POSITIVE_INT, "max_retries": NON_NEGATIVE_INT}
+
+
+def oracle_spec(text: str) -> str:
+    """An argparse ``type`` for ``--oracle``: the spec's numeric options must be finite and in
+    range (``r_max=inf`` or ``noise=nan`` would otherwise be taken at face value)."""
+    _, _, query = text.partition("?")
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in ORACLE_NUMBERS:
+            try:
+                ORACLE_NUMBERS[key](value)
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{key} in {text!r}: {exc}") from None
+    return text
+
+
 def add_oracle_argument(parser: argparse.ArgumentParser, help: str = ORACLE_HELP) -> None:
-    parser.add_argument("--oracle", required=True, help=help)
+    parser.add_argument("--oracle", required=True, type=oracle_spec, help=help)
 
 
 def add_mapping_output(parser: argparse.ArgumentParser, help: str = "write the inferred mapping here") -> None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from fractions import Fraction
-from pathlib import Path
 
-from pmsolve.cli.flags import (add_backend_argument, add_json_argument, add_mapping_output, add_oracle_argument,
-                               add_quiet_argument, extend_with_executor)
+from pmsolve.cli.flags import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, add_backend_argument,
+                               add_json_argument, add_mapping_output, add_oracle_argument, add_quiet_argument,
+                               extend_with_executor, number, output_dir, output_file, refuse_together)
 from pmsolve.cli.output import EXIT_NO, emit_json, fraction_text, say
-from pmsolve.errors import FormatError, ValidationError
-from pmsolve.fileio import check_output_path
-from pmsolve.formats import load_mapping, mapping_to_json, save_mapping
+from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.formats import load_mapping, mapping_to_json, read_text_file, save_mapping
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.harness.oracle import Oracle, open_oracle
 from pmsolve.infer.cegis import CegisOptions
@@ -63,13 +62,13 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--schemes", help="comma-separated schemes instead of a profile")
     p.add_argument("--method", choices=("explain", "pmevo"), default="explain",
                    help="inference: explain (default, counter-free explainable) or pmevo (for comparison)")
-    p.add_argument("--held-out", type=int, default=200, help="held-out 4-5-instruction experiments (default 200)")
-    p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
+    p.add_argument("--held-out", type=POSITIVE_INT, default=200, help="held-out 4-5-instruction experiments (default 200)")
+    p.add_argument("--runs", type=POSITIVE_INT, default=1, help="characterisation runs for the majority vote (default 1)")
     p.add_argument("--no-pmevo", action="store_true", help="do not train PMEvo for the comparison")
-    p.add_argument("--pmevo-schemes", type=int, default=60,
+    p.add_argument("--pmevo-schemes", type=POSITIVE_INT, default=60,
                    help="PMEvo's comparison trains on a random sample of this many mapped schemes (it measures "
                         "every pair; default 60)")
-    p.add_argument("--pmevo-minutes", type=float, default=1.5,
+    p.add_argument("--pmevo-minutes", type=NON_NEGATIVE, default=1.5,
                    help="PMEvo's evolution time for the comparison (default 1.5)")
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
     p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
@@ -89,13 +88,14 @@ def cmd_infer_main(args: argparse.Namespace) -> int:
     from pmsolve.fileio import atomic_write_text
     from pmsolve.jobs.report import render_html
 
-    for path in (args.out, args.report):
-        if path:
-            check_output_path(path)
+    output_file(args.out)
+    output_file(args.report, "HTML report")
+    output_dir(args.workdir, "work folder")
     schemes = tuple(x.strip() for x in args.schemes.split(",") if x.strip()) if args.schemes else None
     config = JobConfig(profile=args.profile, schemes=schemes, method=args.method, held_out=args.held_out,
                        seed=args.seed, runs=args.runs, compare_pmevo=not args.no_pmevo,
-                       pmevo_minutes=args.pmevo_minutes, pmevo_schemes=args.pmevo_schemes, workdir=args.workdir, simulated=args.simulated,
+                       pmevo_minutes=args.pmevo_minutes, pmevo_schemes=args.pmevo_schemes, workdir=args.workdir,
+                       simulated=args.simulated,
                        mcpu=args.mcpu, osaca_arch=args.osaca_arch)
     report = run(config, say=(lambda m: None) if args.quiet else say)
     doc = report.to_json()
@@ -145,36 +145,36 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
                                           "--checkpoint to resume.")
     add_oracle_argument(p)
     p.add_argument("--ports", required=True, help="number of execution ports K, or their names (a,b,c)")
-    p.add_argument("--minutes", type=float, default=2.0,
+    p.add_argument("--minutes", type=NON_NEGATIVE, default=2.0,
                    help="time budget of the search in minutes (default 2; 0: no budget, use --generations)")
     p.add_argument("--preset", choices=("best", "paper"), default="best",
                    help="best: the best configuration measured here (default); paper: the PLDI'20 algorithm "
                         "(population 1000, no mutation, volume weight 1, no extensions)")
-    p.add_argument("--generations", type=int, help="cap on the generations (default: none, the budget decides)")
-    p.add_argument("--population", type=int, help="population size N (best: 200, paper: 1000)")
+    p.add_argument("--generations", type=POSITIVE_INT, help="cap on the generations (default: none, the budget decides)")
+    p.add_argument("--population", type=POSITIVE_INT, help="population size N (best: 200, paper: 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (deterministic with --minutes 0)")
-    p.add_argument("--workers", type=int, default=1, help="local worker processes for fitness evaluation")
+    p.add_argument("--workers", type=POSITIVE_INT, default=1, help="local worker processes for fitness evaluation")
     p.add_argument("--checkpoint", metavar="DIR", help="folder for measurements and per-generation state")
-    p.add_argument("--epsilon", type=float, default=0.05,
+    p.add_argument("--epsilon", type=NON_NEGATIVE, default=0.05,
                    help="congruence filtering tolerance, relative (default 0.05)")
-    p.add_argument("--r-max", type=float, help="model a front end of at most R_MAX instructions per cycle")
-    p.add_argument("--mutation", type=float, help="mutation probability per child (best: 0.3, paper: 0)")
-    p.add_argument("--volume-weight", type=float,
+    p.add_argument("--r-max", type=POSITIVE, help="model a front end of at most R_MAX instructions per cycle")
+    p.add_argument("--mutation", type=number(float, low=0, high=1), help="mutation probability per child (best: 0.3, paper: 0)")
+    p.add_argument("--volume-weight", type=NON_NEGATIVE,
                    help="weight of the normalised µop volume against the normalised error (best: 0.01, paper: 1)")
-    p.add_argument("--local-search", type=int, help="polish only this many best distinct individuals (best: 10, "
+    p.add_argument("--local-search", type=POSITIVE_INT, help="polish only this many best distinct individuals (best: 10, "
                                                     "paper: all)")
-    p.add_argument("--patience", type=int, help="stop after this many generations without a better error")
+    p.add_argument("--patience", type=POSITIVE_INT, help="stop after this many generations without a better error")
     g = p.add_argument_group("extensions beyond the paper (the best preset's values in brackets)")
-    g.add_argument("--training", type=int, metavar="N",
+    g.add_argument("--training", type=NON_NEGATIVE_INT, metavar="N",
                    help="also fit N random experiments, seeded apart from any evaluation set [5000]")
     g.add_argument("--training-sizes", default="3-5", metavar="MIN-MAX", help="their length in schemes (default 3-5)")
-    g.add_argument("--init-uops", type=int, help="at most this many µop kinds per scheme in the initial mappings [2]")
-    g.add_argument("--memetic-every", type=int, metavar="K",
+    g.add_argument("--init-uops", type=POSITIVE_INT, help="at most this many µop kinds per scheme in the initial mappings [2]")
+    g.add_argument("--memetic-every", type=POSITIVE_INT, metavar="K",
                    help="local search with compound moves (a µop's port set and count together, add one, "
                         "collapse a scheme into one µop) on the best individuals every K generations [2]")
-    g.add_argument("--port-sweeps", type=int, help="passes of port-set search at the end [6]")
-    g.add_argument("--port-top", type=int, help="how many of the best mappings port-set search polishes [3]")
-    g.add_argument("--restarts", type=int, metavar="R",
+    g.add_argument("--port-sweeps", type=NON_NEGATIVE_INT, help="passes of port-set search at the end [6]")
+    g.add_argument("--port-top", type=POSITIVE_INT, help="how many of the best mappings port-set search polishes [3]")
+    g.add_argument("--restarts", type=POSITIVE_INT, metavar="R",
                    help="R independent evolutions (seeds SEED..SEED+R-1, one per worker); keep the best fit [1]")
     add_mapping_output(p)
     add_quiet_argument(p)
@@ -191,8 +191,8 @@ def _training_sizes(text: str) -> tuple[int, int]:
 
 
 def cmd_infer_pmevo(args: argparse.Namespace) -> int:
-    if args.out:
-        check_output_path(args.out)
+    output_file(args.out)
+    output_dir(args.checkpoint, "checkpoint folder")
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
     given = {k: getattr(args, k) for k in ("population", "mutation", "volume_weight", "local_search", "patience",
@@ -238,17 +238,17 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", choices=("two-level", "fixed-counts", "power-set"), default="two-level",
                    help="mapping space (power-set: µops = all port sets; very expensive)")
     p.add_argument("--uops", help="µop counts for fixed-counts: 'insn:n,...', a MAPPING.json, or 'counter'")
-    p.add_argument("--max-count", type=int, default=2, help="largest µop count of the power-set space")
-    p.add_argument("--epsilon", type=float, default=0.0, help="CPI noise tolerance ε (default 0: exact)")
-    p.add_argument("--r-max", type=float, help="front end of at most R_MAX instructions per cycle")
+    p.add_argument("--max-count", type=POSITIVE_INT, default=2, help="largest µop count of the power-set space")
+    p.add_argument("--epsilon", type=NON_NEGATIVE, default=0.0, help="CPI noise tolerance ε (default 0: exact)")
+    p.add_argument("--r-max", type=POSITIVE, help="front end of at most R_MAX instructions per cycle")
     p.add_argument("--initial", choices=("singletons", "pairs", "none"), default="singletons",
                    help="initial experiments (default singletons)")
     p.add_argument("--strategy", choices=("split", "joint"), default="split",
                    help="findOtherMapping as candidates + screening (split, default) or one solver call (joint, "
                         "the dissertation's)")
     p.add_argument("--no-symmetry", action="store_true", help="no symmetry breaking over port renaming")
-    p.add_argument("--final-bound", type=int, default=12, help="size bound of the final distinguishing check")
-    p.add_argument("--timeout", type=float, help="seconds per solver check")
+    p.add_argument("--final-bound", type=POSITIVE_INT, default=12, help="size bound of the final distinguishing check")
+    p.add_argument("--timeout", type=POSITIVE, help="seconds per solver check")
     p.add_argument("--state", help="measurement state file (default OUT.cegis-state.json)")
     add_mapping_output(p)
     add_quiet_argument(p)
@@ -269,17 +269,26 @@ def _cegis_uops(spec: str | None, oracle: Oracle, kind: str) -> dict[str, int] |
     if spec.endswith(".json"):
         m = load_mapping(spec)
         return {i: sum(u.count for u in m.uops_of(i)) for i in insns}
-    return dict(Experiment.parse(spec, known=insns).items())
+    counts = dict(Experiment.parse(spec, known=insns).items())
+    unknown = sorted(set(counts) - set(insns))
+    if unknown:
+        raise UnknownNameError(f"--uops names {', '.join(map(repr, unknown))}, which the oracle does not "
+                               f"measure; its instructions: {', '.join(insns[:8])}{' ...' if len(insns) > 8 else ''}")
+    missing = [i for i in insns if i not in counts]
+    if missing:
+        raise ValidationError(f"--uops gives no count for {', '.join(map(repr, missing[:8]))}: give 'insn:n' "
+                              f"for every instruction of the oracle, a MAPPING.json, or 'counter'")
+    return counts
 
 
 def cmd_infer_cegis(args: argparse.Namespace) -> int:
+    if args.uops and args.kind != "fixed-counts":
+        raise ValidationError(f"--uops applies to --kind fixed-counts only, not to --kind {args.kind}")
+    state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
+    output_file(args.out)
+    output_file(state, "state file")
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
-    state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
-    if args.out:
-        check_output_path(args.out)
-    if state:
-        check_output_path(state, "state file")
     options = CegisOptions(ports=_ports_arg(args.ports), kind=args.kind,
                            uops_per_insn=_cegis_uops(args.uops, oracle, args.kind), max_count=args.max_count,
                            noise_epsilon=Fraction(args.epsilon).limit_denominator(10**6) if args.epsilon else None,
@@ -345,7 +354,7 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
                     "mapping with witnesses per µop and categorised misfits (see `pmsolve explain`).",
         epilog=EXPLAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_oracle_argument(p, "simulated:MAPPING.json?r_max=5&uops=1[&noise=0.01&seed=1], store:..., or hardware:...")
-    p.add_argument("--ports", type=int, help="number of execution ports K (required with a µop counter; "
+    p.add_argument("--ports", type=POSITIVE_INT, help="number of execution ports K (required with a µop counter; "
                                              "without one the number is inferred)")
     p.add_argument("--schemes", help="only these schemes: a file with one per line")
     p.add_argument("--improper", action="append", default=[], metavar="SCHEME=N",
@@ -354,17 +363,17 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
                    help="do not require improper blocking instructions to share a µop with a proper one")
     p.add_argument("--disjoint", action="append", default=[], metavar="A;B",
                    help="two blocking schemes documented to use disjoint ports; repeatable")
-    p.add_argument("--epsilon", type=float, default=0.02, help="CPI tolerance ε (default 0.02)")
-    p.add_argument("--r-max", type=float, help="front-end limit (default: measure the peak IPC)")
-    p.add_argument("--runs", type=int, default=1, help="characterisation runs for the majority vote (default 1)")
+    p.add_argument("--epsilon", type=NON_NEGATIVE, default=0.02, help="CPI tolerance ε (default 0.02)")
+    p.add_argument("--r-max", type=POSITIVE, help="front-end limit (default: measure the peak IPC)")
+    p.add_argument("--runs", type=POSITIVE_INT, default=1, help="characterisation runs for the majority vote (default 1)")
     p.add_argument("--k-rule", default="impl", help="number of blocking copies: impl (default), uops, paper, or N")
-    p.add_argument("--integrality", type=float, default=0.3,
+    p.add_argument("--integrality", type=POSITIVE, default=0.3,
                    help="largest distance of a non-evading µop estimate from an integer (default 0.3; "
                         "≥ 0.5: always round, for noisy measurements)")
-    p.add_argument("--tolerance", type=float,
+    p.add_argument("--tolerance", type=NON_NEGATIVE,
                    help="relative slack when a scheme's mapping must reproduce its experiments (default: 0 with a "
                         "µop counter, ε only; 0.03 without one)")
-    p.add_argument("--noise", type=float, default=0.01,
+    p.add_argument("--noise", type=NON_NEGATIVE, default=0.01,
                    help="relative measurement noise assumed for one sample without a µop counter (default 0.01): "
                         "estimates are measured again until they are clearly whole numbers")
     p.add_argument("--uop-hook", default="none", help="µop-count adjustment: none (default) or zenplus "
@@ -372,7 +381,7 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("--throughput-only", action="store_true",
                    help="ignore the oracle's µop counter: infer by throughput alone")
     add_backend_argument(p)
-    p.add_argument("--timeout", type=float, help="seconds per solver check")
+    p.add_argument("--timeout", type=POSITIVE, help="seconds per solver check")
     p.add_argument("--state", help="state file (default OUT.explain-state.json; none without -o)")
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (pmsolve format)")
     add_quiet_argument(p)
@@ -403,13 +412,18 @@ def _parse_disjoint(items: list[str]) -> tuple[tuple[str, str], ...]:
 def _scheme_list(path: str | None) -> tuple[str, ...] | None:
     if not path:
         return None
-    try:
-        return tuple(x.strip() for x in Path(path).read_text().splitlines() if x.strip())
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read the scheme list: {exc.strerror}") from None
+    schemes = tuple(x.strip() for x in read_text_file(path, "scheme list").splitlines() if x.strip())
+    if not schemes:
+        raise ValidationError(f"{path}: the scheme list names no scheme (one per line)")
+    return schemes
 
 
 def cmd_infer_explain(args: argparse.Namespace) -> int:
+    refuse_together(args, "--throughput-only", "--uop-hook", "the hook adjusts µop counts, which "
+                                                            "--throughput-only ignores")
+    state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
+    output_file(args.out)
+    output_file(state, "state file")
     options = ExplainOptions(ports=args.ports, epsilon=args.epsilon, r_max=args.r_max, runs=args.runs,
                              k_rule=args.k_rule, uop_hook=args.uop_hook, integrality=args.integrality,
                              tolerance=args.tolerance, noise=args.noise, improper=_parse_improper(args.improper),
@@ -423,7 +437,6 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
         raise ValidationError("with a µop counter give the number of ports (--ports K); without one "
                               "(or with --throughput-only) it is inferred")
     announce_measuring(oracle)
-    state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
     result = explain_infer(oracle, options, state=state, progress=None if args.quiet else stderr_progress)
     if args.out:
         result.save(args.out)

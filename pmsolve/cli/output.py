@@ -9,9 +9,10 @@ measurements, a theorem check or its mutant went the wrong way), so CI can gate 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 EXIT_OK = 0
 EXIT_NO = 1
@@ -19,9 +20,27 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def strict_json(data: Any) -> Any:
+    """``data`` with every NaN or infinity replaced by null: strict JSON parsers reject the
+    ``NaN``/``Infinity`` literals Python's json writes by default."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: strict_json(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [strict_json(v) for v in data]
+    return data
+
+
 def emit_json(data: object) -> None:
-    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
+    """``data`` as strict JSON on stdout (non-finite numbers as null, never ``NaN``)."""
+    json.dump(strict_json(data), sys.stdout, indent=1, ensure_ascii=False, allow_nan=False, default=str)
     sys.stdout.write("\n")
+
+
+def one_line(message: str) -> str:
+    """A message on one line (its lines joined by '; '), so bad input is always one stderr line."""
+    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 def fraction_text(x: Fraction) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from pmsolve.cli.flags import add_executor_arguments, add_json_argument, executor_from_args
+from pmsolve.cli.flags import POSITIVE_INT, add_executor_arguments, add_json_argument, executor_from_args, output_file
 from pmsolve.cli.output import emit_json
 from pmsolve.errors import FormatError, ValidationError
+from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.predictors import open_predictor, predict_many
 from pmsolve.predictors.block import Block
@@ -25,7 +25,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--blocks", help="JSON file: a list of blocks, each a list of {scheme, asm}")
     p.add_argument("-p", "--predictor", action="append", required=True, help="a predictor spec (repeatable)")
     p.add_argument("--cache", help="SQLite file caching predictions across runs")
-    p.add_argument("--workers", type=int, default=2, help="threads running predictor calls (default 2)")
+    p.add_argument("--workers", type=POSITIVE_INT, default=2, help="threads running predictor calls (default 2)")
     add_executor_arguments(p, workers=False)
     add_json_argument(p)
     p.set_defaults(func=cmd_predict)
@@ -34,18 +34,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def _blocks(args: argparse.Namespace) -> list[Block]:
     blocks = []
     for text in args.block or []:
-        lines = [ln.strip() for ln in text.replace(";", "\n").splitlines() if ln.strip()]
-        if not lines:
-            raise ValidationError(f"empty block {text!r}")
-        blocks.append(Block.of([("", ln) for ln in lines]))
+        blocks.append(Block.parse(text))
     if args.blocks:
-        try:
-            with open(args.blocks) as f:
-                data = json.load(f)
-        except OSError as exc:
-            raise FormatError(f"{args.blocks}: cannot read: {exc.strerror}") from None
-        except ValueError as exc:
-            raise FormatError(f"{args.blocks}: not JSON: {exc}") from None
+        data = parse_json_text(read_text_file(args.blocks, "block file"), args.blocks)
         items = data.get("blocks") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise FormatError(f"{args.blocks}: expected a list of blocks or {{\"blocks\": [...]}}")
@@ -56,6 +47,7 @@ def _blocks(args: argparse.Namespace) -> list[Block]:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    output_file(args.cache, "prediction cache")
     blocks = _blocks(args)
     predictors = [open_predictor(s, cache=args.cache) for s in args.predictor]
     announce_measuring(*predictors)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pmsolve.cli.flags import add_backend_argument, add_json_argument
+from pmsolve.cli.flags import POSITIVE, POSITIVE_INT, add_backend_argument, add_json_argument, refuse_together
 from pmsolve.cli.output import EXIT_NO, emit_json
 from pmsolve.errors import ValidationError
 from pmsolve.formats import load_mapping
@@ -37,11 +37,11 @@ def _add_check_strategy(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shortcut", choices=["facile"],
                    help="instead: search a mapping where Facile's pairwise-union shortcut differs from the "
                         "exact formula")
-    p.add_argument("--insns", type=int, help="number N of instructions (FILE: default the file's instructions)")
-    p.add_argument("--ports", type=int, required=True, help="number K of ports")
+    p.add_argument("--insns", type=POSITIVE_INT, help="number N of instructions (FILE: default the file's instructions)")
+    p.add_argument("--ports", type=POSITIVE_INT, required=True, help="number K of ports")
     p.add_argument("--levels", type=int, choices=[2, 3], default=2, help="two- or three-level mappings (default 2)")
-    p.add_argument("--max-uops", type=int, help="three-level: at most U µops per instruction (default 2)")
-    p.add_argument("--max-exp-len", type=int, default=4,
+    p.add_argument("--max-uops", type=POSITIVE_INT, help="three-level: at most U µops per instruction (default 2)")
+    p.add_argument("--max-exp-len", type=POSITIVE_INT, default=4,
                    help="distinguishing experiments have at most L instructions (default 4)")
     p.add_argument("--smallest", action="store_true",
                    help="search the smallest counterexample: 1..N instructions (default 3), then 1..K ports")
@@ -53,13 +53,15 @@ def _add_check_strategy(sub: argparse._SubParsersAction) -> None:
                         "maximum, or via relateThroughput (Def. 4.5)")
     p.add_argument("--mapping", metavar="FILE",
                    help="ask about this one mapping (instructions i1..iN, ports 0..K-1): is it determined?")
-    p.add_argument("--timeout", type=float, help="solver time limit per check, seconds")
+    p.add_argument("--timeout", type=POSITIVE, help="solver time limit per check, seconds")
     add_backend_argument(p)
     add_json_argument(p)
     p.set_defaults(func=cmd_check_strategy)
 
 
 def cmd_check_strategy(args: argparse.Namespace) -> int:
+    refuse_together(args, "--shortcut", "--strategy", "--shortcut facile searches its own question, "
+                                                      "it checks no strategy; give one of them")
     if args.shortcut:
         if args.insns is None:
             raise ValidationError("--shortcut needs --insns N")

@@ -8,16 +8,16 @@ import os
 import sys
 
 from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
-from pmsolve.backends import describe, format_table
+from pmsolve.backends import choose, describe, format_table, requested_name
 from pmsolve.backends.lpfile import to_lp_format
 from pmsolve.backends.smtlib import to_smtlib2
-from pmsolve.cli.flags import add_json_argument
+from pmsolve.cli.flags import POSITIVE, POSITIVE_INT, add_json_argument, output_dir, output_file, refuse_together
 from pmsolve.cli.output import emit_json, fraction_text, table
 from pmsolve.encodings.examples import export_examples
 from pmsolve.encodings.lp import throughput_lp
 from pmsolve.encodings.relate import relate_throughput
 from pmsolve.errors import ValidationError
-from pmsolve.fileio import atomic_write_text, check_output_path
+from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import MAPPING_FORMATS, load_experiments, load_mapping, load_measurements, save_mapping
 from pmsolve.leaderboard import heatmaps, predictors_for, score
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
@@ -42,7 +42,7 @@ def _add_throughput(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", "-e", action="append",
                    help="experiment as 'insn:count,insn:count' (';' separates when names contain commas); repeatable")
     p.add_argument("--experiments", help="file of experiments (pmsolve or PMEvo format)")
-    p.add_argument("--r-max", type=float, help="front-end cap: at most R_MAX instructions per cycle")
+    p.add_argument("--r-max", type=POSITIVE, help="front-end cap: at most R_MAX instructions per cycle")
     p.add_argument("--backend", metavar="NAME",
                    help="also solve each experiment with this solver backend (LP, or relateThroughput on "
                         "SMT solvers; see `pmsolve backends`) and check it agrees")
@@ -59,22 +59,34 @@ def _experiments_from_args(args: argparse.Namespace, mapping: PortMapping) -> li
     return exps
 
 
+def _backend_used(requested: str, mapping: PortMapping, exp: Experiment, r_max: float | None) -> str:
+    """The backend a --backend request (auto included) runs the throughput LP on, by name."""
+    if requested_name(requested) != "auto":
+        return requested
+    return choose(throughput_lp(mapping.restrict(exp), exp, r_max).problem, "auto").name
+
+
 def cmd_throughput(args: argparse.Namespace) -> int:
     mapping = load_mapping(args.mapping)
+    exps = _experiments_from_args(args, mapping)
+    backend = _backend_used(args.backend, mapping, exps[0], args.r_max) if args.backend else None
     results = []
-    for exp in _experiments_from_args(args, mapping):
+    for exp in exps:
         b = bottleneck(mapping, exp, args.r_max)
-        if args.backend:  # the same number again through a solver; raises if it disagrees
-            inverse_throughput(mapping, exp, r_max=args.r_max, method="lp", backend=args.backend)
+        if backend:  # the same number again through a solver; raises if it disagrees
+            inverse_throughput(mapping, exp, r_max=args.r_max, method="lp", backend=backend)
         results.append((exp, b))
-    if args.backend:
-        print(f"checked by backend {args.backend}: every value agrees with the bottleneck formula",
+    if backend:
+        asked = f" (asked: {args.backend})" if backend != args.backend else ""
+        print(f"checked by backend {backend}{asked}: every value agrees with the bottleneck formula",
               file=sys.stderr)
     if args.json:
-        emit_json([{"experiment": dict(e.items()), "inverse_throughput": fraction_text(b.inverse_throughput),
-                    "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
-                    "bottleneck_ports": sort_ports(b.ports), "frontend_bound": b.frontend_bound}
-                   for e, b in results])
+        rows = [{"experiment": dict(e.items()), "inverse_throughput": fraction_text(b.inverse_throughput),
+                 "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
+                 "bottleneck_ports": sort_ports(b.ports), "frontend_bound": b.frontend_bound,
+                 **({"checked_by_backend": backend} if backend else {})}
+                for e, b in results]
+        emit_json(rows)
         return 0
     rows = [(str(e), fraction_text(b.inverse_throughput), f"{float(b.inverse_throughput):.4f}",
              f"{float(b.inverse_throughput / e.size):.4f}",
@@ -101,12 +113,14 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
                    help="also rank the other predictors recorded in the file (e.g. llvm-mca, IACA)")
     p.add_argument("--heatmap", metavar="PNG", help="write predicted-vs-measured heat maps in cycles")
     p.add_argument("--heatmap-ipc", metavar="PNG", help="write predicted-vs-measured heat maps in IPC")
-    p.add_argument("--r-max", type=float, help="front-end cap for mappings without their own :r_max=")
+    p.add_argument("--r-max", type=POSITIVE, help="front-end cap for mappings without their own :r_max=")
     add_json_argument(p)
     p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    output_file(args.heatmap, "heat map")
+    output_file(args.heatmap_ipc, "heat map")
     measurements = load_measurements(args.measurements)
     predictors = predictors_for(measurements, args.mapping or [], args.palmed or [], args.others, args.r_max)
     if not predictors:
@@ -142,7 +156,7 @@ def _add_convert(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    check_output_path(args.out)
+    output_file(args.out)
     mapping = load_mapping(args.input)
     save_mapping(mapping, args.out, args.to, arch_name=args.arch_name)
     print(f"wrote {args.out}: {len(mapping.instructions)} instructions, {len(mapping.ports)} ports, "
@@ -162,20 +176,23 @@ def _add_encode(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", "-e", help="experiment as 'insn:count,...'")
     p.add_argument("--encoding", choices=["lp", "relate"], default="lp", help="which encoding (default lp)")
     p.add_argument("--format", choices=["smt2", "lp"], default="smt2", help="output format (default smt2)")
-    p.add_argument("--r-max", type=int, help="front-end cap in instructions per cycle")
+    p.add_argument("--r-max", type=POSITIVE_INT, help="front-end cap in instructions per cycle")
     p.add_argument("-o", "--out", help="output file (default: standard output)")
     p.set_defaults(func=cmd_encode)
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    refuse_together(args, "--export", "--out", "--export writes a folder of files; -o names one encoding's file")
+    for flag in ("--mapping", "--experiment"):
+        refuse_together(args, "--export", flag, "--export writes the worked examples, not a mapping's encoding")
     if args.export:
+        output_dir(args.export, "export folder")
         paths = export_examples(args.export)
         print(f"wrote {len(paths)} files to {args.export}: " + ", ".join(p.name for p in paths))
         return 0
     if not (args.mapping and args.experiment):
         raise ValidationError("give --export DIR, or --mapping FILE and --experiment 'insn:count,...'")
-    if args.out:
-        check_output_path(args.out)
+    output_file(args.out)
     mapping = load_mapping(args.mapping)
     exp = Experiment.parse(args.experiment, known=mapping.instructions)
     mapping = mapping.restrict(exp)  # only the µops that take part; raises on unknown names

@@ -37,6 +37,15 @@ class Block:
     def of(cls, insns: Sequence[Insn | tuple[str, str]]) -> "Block":
         return cls(tuple(i if isinstance(i, Insn) else Insn(*i) for i in insns))
 
+    @classmethod
+    def parse(cls, text: str) -> "Block":
+        """A block from AT&T text, instructions separated by ';' or newlines (no scheme names:
+        fine for llvm-mca, OSACA and the hardware; a mapping needs :meth:`of` with schemes)."""
+        lines = [ln.strip() for ln in text.replace(";", "\n").splitlines() if ln.strip()]
+        if not lines:
+            raise FormatError(f"empty block {text!r}: give AT&T instructions separated by ';'")
+        return cls.of([("", ln) for ln in lines])
+
     def __len__(self) -> int:
         return len(self.insns)
 

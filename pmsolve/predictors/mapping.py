@@ -67,6 +67,9 @@ class MappingPredictor:
         """The block as a multiset of the mapping's schemes, or the reason it has none."""
         names = []
         for insn in block.insns:
+            if not insn.scheme:
+                return (f"unsupported: {insn.asm.strip()!r} carries no scheme name, and a port mapping predicts "
+                        f"from scheme names (give blocks with {{scheme, asm}} entries)")
             m = self.scheme(insn.scheme)
             if m is None:
                 return (f"unsupported: scheme {insn.scheme!r} ({insn.asm.strip()!r}) has no counterpart "

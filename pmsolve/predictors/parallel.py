@@ -97,7 +97,9 @@ def _run_remote(executor: Any, predictors: Sequence[Predictor], todo: list[Block
 def predict_many(predictors: Sequence[Predictor], blocks: Sequence[Block], *, workers: int = 2,
                  chunk: int = 64, progress: Progress | None = None,
                  executor: Any = None) -> dict[str, list[Prediction]]:
-    """Every predictor's answer for every block: ``{predictor.name: [Prediction per block]}``."""
+    """Every predictor's answer for every block: ``{predictor.name: [Prediction per block]}``.
+    A block may be given as AT&T text (``"addq %rax, %rbx; imulq %rcx, %rdx"``, :meth:`Block.parse`)."""
+    blocks = [Block.parse(b) if isinstance(b, str) else b for b in blocks]
     unique: dict[str, Block] = {}
     for b in blocks:
         unique.setdefault(b.key, b)

@@ -26,7 +26,7 @@ from typing import Callable
 from pmsolve.encodings.mapping_class import MappingClass, port_subsets
 from pmsolve.encodings.sufficiency import Family, Observation, StrategySpec
 from pmsolve.errors import ValidationError
-from pmsolve.formats import load_experiments
+from pmsolve.formats import load_experiments, read_text_file
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
 from pmsolve.throughput import inverse_throughput
 
@@ -198,14 +198,13 @@ def read_experiment_file(path: str) -> list[Experiment]:
     if path.endswith(".json"):
         return [m.experiment if isinstance(m, Measurement) else m for m in load_experiments(path)]
     exps = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            text = line.split("#", 1)[0].strip()
-            if text:
-                try:
-                    exps.append(Experiment.parse(text))
-                except ValidationError as exc:
-                    raise ValidationError(f"{path}:{n}: {exc}") from None
+    for n, line in enumerate(read_text_file(path, "strategy file").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if text:
+            try:
+                exps.append(Experiment.parse(text))
+            except ValidationError as exc:
+                raise ValidationError(f"{path}:{n}: {exc}") from None
     if not exps:
         raise ValidationError(f"strategy file {path!r} lists no experiments")
     return exps
