@@ -109,14 +109,23 @@ class HostReport:
                    for name, vals in self.predictions.items()}
         common = [j for j in ok if all(j in set(c) for c in covered.values())]
         model = {c.label(): c for c in self.models}
+
+        def score(name: str, js: list[int]) -> dict[str, float] | None:
+            vals = self.predictions[name]
+            return accuracy([vals[j] for j in js], [self.measured[j] for j in js]).to_json() if len(js) >= 3 else None
+
+        first = next(iter(self.predictions), None)
         rows = []
-        for name, vals in self.predictions.items():
-            def score(js: list[int]) -> dict[str, float] | None:
-                return accuracy([vals[j] for j in js], [self.measured[j] for j in js]).to_json() if len(js) >= 3 else None
-            rows.append({"name": name, "covered": len(covered[name]), "common": score(common),
-                         "own": score(covered[name]),
+        for name in self.predictions:
+            # head to head with the first predictor (pmsolve): both on the experiments both cover,
+            # which stays meaningful when one tool covers too little for the common set
+            both = [j for j in covered[name] if j in set(covered[first])]
+            rows.append({"name": name, "covered": len(covered[name]), "common": score(name, common),
+                         "own": score(name, covered[name]),
+                         "versus_first": {"covered": len(both), "this": score(name, both),
+                                          "first": score(first, both)} if name != first else None,
                          "model": model[name].why if name in model else ""})
-        return {"held_out": len(ok), "common": len(common), "predictors": rows}
+        return {"held_out": len(ok), "common": len(common), "first": first, "predictors": rows}
 
     def to_json(self) -> dict[str, Any]:
         schemes, misfits = [], {}
@@ -273,7 +282,11 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         t = _stage(seconds, "inference", t)
         mapped = sorted(mapping.uops) if mapping else []
         exclude = _inference_experiments(state)
-        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, exclude)
+        scored = len(mapped) >= 3
+        if not scored:
+            notes.append(f"only {len(mapped)} scheme(s) mapped: too few for held-out experiments of 4-5 "
+                         "instructions, so no predictor is scored (see the misfits for why)")
+        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, exclude) if scored else []
         pmevo_on = mapped
         if config.compare_pmevo and config.method != "pmevo" and len(mapped) > max(3, config.pmevo_schemes):
             # PMEvo measures every pair of its schemes: train it on a sample, and draw half as
@@ -290,11 +303,12 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         preds: dict[str, list[float | None]] = {
             f"pmsolve ({config.method})": [float(x) for x in evaluate_many(mapping, held, r_max=r_max)]}
         models = comparison_models(config, cpu)
-        preds.update(tool_predictions(catalogue, held, models, notes))
-        t = _stage(seconds, "llvm-mca and OSACA", t)
-        if config.compare_pmevo and config.method != "pmevo":
+        if scored:
+            preds.update(tool_predictions(catalogue, held, models, notes))
+            t = _stage(seconds, "llvm-mca and OSACA", t)
+        if scored and config.compare_pmevo and config.method != "pmevo":
             pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)
-            preds["PMEvo"] = [float(x) for x in evaluate_many(pm, held, r_max=r_max)]
+            preds["PMEvo"] = _covered(pm, held, r_max)
             t = _stage(seconds, "PMEvo", t)
     finally:
         hw.close()
@@ -306,6 +320,15 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         notes.append(f"{failed} held-out experiment(s) could not be measured and are not scored")
     return HostReport(f"{cpu.describe()} (hardware)", config, cpu, mapping, r_max, result, singles, held, measured,
                       preds, list(models), seconds, notes)
+
+
+def _covered(mapping: PortMapping, held: list[Experiment], r_max: float | None) -> list[float | None]:
+    """The mapping's predictions, None for experiments with a scheme it does not map."""
+    js = [j for j, e in enumerate(held) if all(n in mapping.uops for n in e)]
+    out: list[float | None] = [None] * len(held)
+    for j, x in zip(js, evaluate_many(mapping, [held[j] for j in js], r_max=r_max)):
+        out[j] = float(x)
+    return out
 
 
 def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, say: Say):
@@ -365,11 +388,17 @@ def render(report: HostReport) -> str:
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
     lines += ["", f"held-out: {acc['held_out']} measured 4-5-instruction experiments, {acc['common']} covered by "
                   "every predictor",
-              f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'covered':>9} {'own MAPE':>9}"]
+              f"  {'':<28} {'all cover':>19}  {'':>9} {'its own coverage':>19}  {'head to head with pmsolve':>27}",
+              f"  {'predictor':<28} {'MAPE':>8} {'Kendall τ':>10} {'covered':>9} {'MAPE':>8} {'Kendall τ':>10}  "
+              f"{'shared':>7} {'MAPE':>8} {'pmsolve':>8}"]
     for r in acc["predictors"]:
-        c, own = r["common"] or {}, r["own"] or {}
-        lines.append(f"  {r['name']:<28} {_pct(c.get('mape'))} {_fmt(c.get('kendall_tau_b'), 10)} "
-                     f"{r['covered']:>5}/{acc['held_out']:<3} {_pct(own.get('mape'))}")
+        c, own, vs = r["common"] or {}, r["own"] or {}, r.get("versus_first") or {}
+        line = (f"  {r['name']:<28} {_pct(c.get('mape'))} {_fmt(c.get('kendall_tau_b'), 10)} "
+                f"{r['covered']:>5}/{acc['held_out']:<3} {_pct(own.get('mape'))} {_fmt(own.get('kendall_tau_b'), 10)}")
+        if vs:
+            line += (f"  {vs['covered']:>7} {_pct((vs['this'] or {}).get('mape'))} "
+                     f"{_pct((vs['first'] or {}).get('mape'))}")
+        lines.append(line)
     ref = doc["singles_reference"]
     if ref and ref["values"]:
         lines += ["", f"singles vs published values ({ref['source'].split(';')[0]}):"]

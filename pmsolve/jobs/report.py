@@ -70,7 +70,8 @@ def _accuracy(acc: dict[str, Any]) -> list[str]:
     out = [f"<p>{acc['held_out']} held-out 4–5-instruction experiments of mapped schemes, none used for "
            f"inference; {acc['common']} covered by every predictor (the first columns).</p>",
            "<table id='accuracy'><tr><th>predictor</th><th>MAPE (common)</th><th>Kendall τ (common)</th>"
-           "<th>covered</th><th>MAPE (own coverage)</th><th>Kendall τ (own)</th><th>model</th></tr>"]
+           "<th>covered</th><th>MAPE (own coverage)</th><th>Kendall τ (own)</th>"
+           "<th>shared with pmsolve</th><th>MAPE (shared)</th><th>pmsolve's MAPE (shared)</th><th>model</th></tr>"]
     for r in rows:
         c = r.get("common") or {}
         cls = " class='num best'" if c and c.get("mape") == best else " class='num'"
@@ -79,9 +80,20 @@ def _accuracy(acc: dict[str, Any]) -> list[str]:
                    f"<td class='num'>{_num(c.get('kendall_tau_b'))}</td>"
                    f"<td class='num'>{r['covered']}/{acc['held_out']}</td>"
                    f"<td class='num'>{_num(100 * own['mape'], 1) + ' %' if own else '–'}</td>"
-                   f"<td class='num'>{_num(own.get('kendall_tau_b'))}</td><td>{_e(r.get('model', ''))}</td></tr>")
+                   f"<td class='num'>{_num(own.get('kendall_tau_b'))}</td>{_versus(r.get('versus_first'))}"
+                   f"<td>{_e(r.get('model', ''))}</td></tr>")
     out.append("</table>")
     return out
+
+
+def _versus(vs: dict[str, Any] | None) -> str:
+    """Head to head with pmsolve: both on the experiments both cover."""
+    if not vs:
+        return "<td class='num'>–</td><td class='num'>–</td><td class='num'>–</td>"
+    this, first = vs.get("this") or {}, vs.get("first") or {}
+    return (f"<td class='num'>{vs['covered']}</td>"
+            f"<td class='num'>{_num(100 * this['mape'], 1) + ' %' if this else '–'}</td>"
+            f"<td class='num'>{_num(100 * first['mape'], 1) + ' %' if first else '–'}</td>")
 
 
 def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]:

@@ -1,0 +1,93 @@
+"""Speed of the main job on this machine: measurement throughput and the time per stage.
+
+    python benchmarks/host_job.py [--experiments 120] [--profile smoke|quick|all] [--workdir DIR] [--json]
+
+1. Measurement throughput, in process: the same random 1-4-instruction experiments of the
+   quick profile's schemes measured as one batch (how the job measures: one assembly and one
+   worker round trip for many experiments) and one experiment per call (the reference route),
+   each on a fresh oracle without a store. Printed: experiments per second of each and their
+   ratio (the machine is noisy; compare the ratio, not the absolute figures).
+2. The job (`pmsolve infer --profile …`) with its time and experiments per stage, the
+   explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
+   a second run shows what a resumed run costs; without it a temporary folder is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available  # noqa: E402
+from pmsolve.isa.catalogue import load_catalogue  # noqa: E402
+from pmsolve.jobs import profiles  # noqa: E402
+from pmsolve.jobs.host import JobConfig, run  # noqa: E402
+from pmsolve.model import Experiment  # noqa: E402
+
+
+def throughput(n: int, seed: int) -> dict:
+    names = profiles.choose(load_catalogue(), "quick")
+    rng = random.Random(seed)
+    exps = list({Experiment([rng.choice(names) for _ in range(rng.randint(1, 4))]): None for _ in range(n)})
+    out = {"experiments": len(exps)}
+    for route in ("batch", "one per call"):
+        with HardwareOracle(names, HarnessSettings()) as oracle:
+            oracle.measure([Experiment({names[0]: 1})])      # start the worker outside the timing
+            t = time.perf_counter()
+            if route == "batch":
+                oracle.measure(exps)
+            else:
+                for e in exps:
+                    oracle.measure([e])
+            out[route] = len(exps) / (time.perf_counter() - t)
+    out["ratio"] = out["batch"] / out["one per call"]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--experiments", type=int, default=120, help="experiments for the throughput part")
+    ap.add_argument("--profile", default="smoke", choices=sorted(profiles.PROFILES))
+    ap.add_argument("--workdir", help="keep the job's store and state here (default: a temporary folder)")
+    ap.add_argument("--no-pmevo", action="store_true", help="skip PMEvo's comparison in the job")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if available():
+        print(f"skipped: {available()}")
+        return 0
+    tp = throughput(args.experiments, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = JobConfig(profile=args.profile, workdir=args.workdir or tmp, compare_pmevo=not args.no_pmevo)
+        t = time.perf_counter()
+        report = run(config, say=lambda m: print(m, file=sys.stderr, flush=True) if not args.json else None)
+        wall = time.perf_counter() - t
+    stages = report.result.summary["stats"].get("stages", {}) if report.result is not None else {}
+    doc = {"machine": report.machine, "throughput": tp, "profile": args.profile, "wall_seconds": round(wall, 1),
+           "job_seconds": report.seconds, "inference_stages": stages,
+           "mapped": len(report.mapping.uops) if report.mapping else 0}
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    print(f"{report.machine}")
+    print(f"measurement throughput ({tp['experiments']} experiments of 1-4 instructions, in process):")
+    print(f"  one batch          {tp['batch']:7.1f} experiments/s")
+    print(f"  one per call       {tp['one per call']:7.1f} experiments/s   (reference route)")
+    print(f"  ratio              {tp['ratio']:7.2f}x")
+    print(f"job, profile {args.profile}: {doc['mapped']} schemes mapped, {wall:.0f} s wall")
+    for name, sec in report.seconds.items():
+        print(f"  {name:28s} {sec:8.1f} s")
+    for name, st in stages.items():
+        rate = st["measured"] / st["seconds"] if st["seconds"] else 0.0
+        print(f"    inference: {name:38s} {st['seconds']:8.1f} s  {st['measured']:6d} experiments  "
+              f"{rate:6.1f}/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
