@@ -339,9 +339,16 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
         singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
         r_max = detect_peak_ipc(oracle, singles).ipc
         return None, _pmevo(oracle, names, r_max, config, state.parent, say), r_max
+    excluded = profiles.not_blocking(catalogue, names)
+    if config.profile == "all" and not config.schemes:
+        # one blocking instruction per port set is all the suite needs, and the quick profile
+        # covers the port groups; pairing thousands of candidates into classes would take hours
+        quick = set(profiles.choose(catalogue, "quick"))
+        excluded += tuple(n for n in names if n not in quick and n not in set(excluded))
+        say(f"  blocking candidates from the quick profile's {len(quick)} schemes; all {len(names)} are characterised")
     options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                              rep_order=profiles.representative_order(catalogue, names),
-                             not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16)
+                             not_blocking=excluded, timeout=20.0, max_cegis_runs=16)
     result = explain_infer(oracle, options, state=state, progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     if result.mapping is None:
         raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))
