@@ -130,6 +130,19 @@ def test_cli_check_strategy(capsys, tmp_path):
     assert code == 0 and "DIFFERS" in capsys.readouterr().out
 
 
+def test_cli_check_strategy_can_gate_ci(capsys):
+    """--fail-on-counterexample: exit 1 exactly when the strategy (or the shortcut) is refuted."""
+    insufficient = ["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "3", "--max-exp-len", "3"]
+    assert main(insufficient + ["--fail-on-counterexample"]) == 1
+    sufficient = ["check-strategy", "--strategy", "ratio-pairs", "--insns", "2", "--ports", "3", "--method", "enumerate"]
+    assert main(sufficient + ["--fail-on-counterexample"]) == 0
+    assert main(["check-strategy", "--shortcut", "facile", "--insns", "3", "--ports", "4", "--max-exp-len", "3",
+                 "--fail-on-counterexample"]) == 1
+    assert main(["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "3", "--max-exp-len", "3",
+                 "--smallest", "--fail-on-counterexample"]) == 1
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("argv", [
     ["check-strategy", "--strategy", "nonsense", "--ports", "2"],
     ["check-strategy", "--strategy", "pairs", "--insns", "0", "--ports", "2"],

@@ -54,9 +54,16 @@ def _add_check_strategy(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mapping", metavar="FILE",
                    help="ask about this one mapping (instructions i1..iN, ports 0..K-1): is it determined?")
     p.add_argument("--timeout", type=POSITIVE, help="solver time limit per check, seconds")
+    p.add_argument("--fail-on-counterexample", action="store_true",
+                   help=f"exit {EXIT_NO} when a counterexample is found (to gate CI on a strategy); "
+                        "0 otherwise, also when the answer is unknown")
     add_backend_argument(p)
     add_json_argument(p)
     p.set_defaults(func=cmd_check_strategy)
+
+
+def _exit(args: argparse.Namespace, counterexample: bool) -> int:
+    return EXIT_NO if counterexample and args.fail_on_counterexample else 0
 
 
 def cmd_check_strategy(args: argparse.Namespace) -> int:
@@ -68,7 +75,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         v = shortcut_gap(args.insns, args.ports, max_exp_len=args.max_exp_len, backend=args.backend,
                          timeout=args.timeout)
         emit_json(v.to_json()) if args.json else print(v.render())
-        return 0
+        return _exit(args, v.status == "gap")   # a mapping where the shortcut is wrong
     if not args.strategy:
         raise ValidationError("give --strategy pairs|ratio-pairs|uopsinfo:k=RULE|FILE (or --shortcut facile)")
     common = dict(levels=args.levels, max_uops=args.max_uops, max_exp_len=args.max_exp_len)
@@ -85,7 +92,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         else:
             print(found.render() if found else f"no counterexample up to {args.insns or 3} instructions × "
                                                f"{args.ports} ports: sufficient on every class tried")
-        return 0
+        return _exit(args, found is not None)
     if args.method == "enumerate":
         v = check_strategy_exhaustive(args.strategy, args.insns, args.ports, **common)
     else:
@@ -94,7 +101,7 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
                            symmetry_breaking=not args.no_symmetry_breaking, given=given,
                            encoding=args.encoding, **common)
     emit_json(v.to_json()) if args.json else print(v.render())
-    return 0
+    return _exit(args, v.status == "counterexample")
 
 
 # --------------------------------------------------------------------------- prove
