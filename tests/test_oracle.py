@@ -92,3 +92,11 @@ def test_recorded_needs_measurements(tmp_path):
                                 "experiments": [{"counts": {"add": 1}}]}))
     with pytest.raises(PmsolveError, match="no measured cycles"):
         open_oracle(f"recorded:{path}")
+
+
+@pytest.mark.parametrize("kwargs", [{"noise": float("nan")}, {"noise": -0.01}, {"noise": 1.0},
+                                    {"r_max": float("nan")}, {"r_max": float("inf")}, {"r_max": 0}])
+def test_simulated_oracle_refuses_nonsense_numbers(kwargs):
+    """NaN slips through `< 0` checks; the Python API refuses it like the command line does."""
+    with pytest.raises(ValidationError):
+        SimulatedOracle(PortMapping(("0",), {"a": [({"0"}, 1)]}), **kwargs)

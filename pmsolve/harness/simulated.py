@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -26,10 +27,10 @@ class SimulatedOracle:
 
     def __init__(self, mapping: PortMapping, *, r_max: float | None = None, noise: float = 0.0,
                  seed: int = 0, uop_counter: bool = False):
-        if noise < 0:
-            raise ValidationError(f"simulated oracle: noise must be ≥ 0, got {noise}")
-        if r_max is not None and r_max <= 0:
-            raise ValidationError(f"simulated oracle: r_max must be positive, got {r_max}")
+        if not 0 <= noise < 1:   # also refuses NaN: every comparison with it is false
+            raise ValidationError(f"simulated oracle: noise must be a relative deviation in [0, 1), got {noise}")
+        if r_max is not None and not 0 < r_max < math.inf:
+            raise ValidationError(f"simulated oracle: r_max must be positive and finite, got {r_max}")
         self.mapping = mapping
         self.r_max = r_max
         self.noise = float(noise)
