@@ -17,9 +17,9 @@ from pmsolve.cli import main
 from pmsolve.harness.hardware import available
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
-from pmsolve.jobs.host import (HostReport, JobConfig, _per_copy, block_of, held_out_experiments)
+from pmsolve.jobs.host import (HostReport, JobConfig, _covered, _per_copy, block_of, held_out_experiments)
 from pmsolve.jobs.report import render_html
-from pmsolve.model import Experiment
+from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
 
 CAT = load_catalogue(host=False)
@@ -174,3 +174,11 @@ def test_smoke_profile_on_this_cpu(capsys, tmp_path):
         ws = [w for u in s["uops"] for w in u["witnesses"]]
         assert ws and all(w["modelled"] is None or abs(w["modelled"] - w["measured"]) <= 0.1 * w["measured"] + 0.05
                           for w in ws)
+
+
+def test_a_mapping_of_a_sample_predicts_only_what_it_maps():
+    """PMEvo's comparison maps a sample of the schemes: experiments with other schemes get None
+    (not a crash, not a guess), the others the exact throughput in the same order."""
+    m = PortMapping(("0", "1"), {"a": [({"0"}, 1)], "b": [({"0", "1"}, 1)]})
+    held = [Experiment({"a": 1, "b": 1}), Experiment({"a": 1, "c": 1}), Experiment({"a": 2})]
+    assert _covered(m, held, None) == [1.0, None, 2.0]
