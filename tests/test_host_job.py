@@ -182,3 +182,11 @@ def test_a_mapping_of_a_sample_predicts_only_what_it_maps():
     m = PortMapping(("0", "1"), {"a": [({"0"}, 1)], "b": [({"0", "1"}, 1)]})
     held = [Experiment({"a": 1, "b": 1}), Experiment({"a": 1, "c": 1}), Experiment({"a": 2})]
     assert _covered(m, held, None) == [1.0, None, 2.0]
+
+
+def test_held_out_experiments_of_few_schemes_end():
+    """Three schemes have only 9 experiments of 4-5 instructions using all three: asking for 200
+    must return those 9, not loop forever (the smoke profile maps a handful)."""
+    got = held_out_experiments(["a", "b", "c"], 200, 1)
+    assert len(got) == len(set(got)) == 9
+    assert all(len(e.counts) == 3 and e.size in (4, 5) for e in got)

@@ -168,15 +168,20 @@ def default_workdir(cpu: CpuIdentity, profile: str) -> Path:
 def held_out_experiments(schemes: Sequence[str], n: int, seed: int,
                          exclude: set[Experiment] = frozenset()) -> list[Experiment]:
     """Random 4-5-instruction experiments (multisets of at least three schemes), distinct,
-    deterministic under ``seed``, none of them in ``exclude``."""
+    deterministic under ``seed``, none of them in ``exclude``; fewer than ``n`` when the schemes
+    do not have that many."""
     if len(schemes) < 3:
         raise ValidationError(f"held-out experiments need at least 3 mapped schemes, got {len(schemes)}")
     rng = random.Random(seed)
     out: dict[Experiment, None] = {}
-    while len(out) < n:
+    misses = 0
+    while len(out) < n and misses < 10_000:   # few schemes have few such experiments
         e = Experiment([rng.choice(list(schemes)) for _ in range(rng.choice((4, 5)))])
-        if len(e.counts) > 2 and e not in exclude:
+        if len(e.counts) > 2 and e not in exclude and e not in out:
             out[e] = None
+            misses = 0
+        else:
+            misses += 1
     return list(out)
 
 
