@@ -107,7 +107,8 @@ class HostReport:
         ok = [j for j, m in enumerate(self.measured) if m == m and m > 0]
         covered = {name: [j for j in ok if vals[j] is not None and vals[j] > 0]
                    for name, vals in self.predictions.items()}
-        common = [j for j in ok if all(j in set(c) for c in covered.values())]
+        cover_sets = {name: set(c) for name, c in covered.items()}
+        common = [j for j in ok if all(j in c for c in cover_sets.values())]
         model = {c.label(): c for c in self.models}
 
         def score(name: str, js: list[int]) -> dict[str, float] | None:
@@ -119,7 +120,7 @@ class HostReport:
         for name in self.predictions:
             # head to head with the first predictor (pmsolve): both on the experiments both cover,
             # which stays meaningful when one tool covers too little for the common set
-            both = [j for j in covered[name] if j in set(covered[first])]
+            both = [j for j in covered[name] if j in cover_sets[first]]
             rows.append({"name": name, "covered": len(covered[name]), "common": score(name, common),
                          "own": score(name, covered[name]),
                          "versus_first": {"covered": len(both), "this": score(name, both),
@@ -306,7 +307,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         measured = oracle.measure(held)
         t = _stage(seconds, "held-out measurement", t)
         preds: dict[str, list[float | None]] = {
-            f"pmsolve ({config.method})": [float(x) for x in evaluate_many(mapping, held, r_max=r_max)]}
+            f"pmsolve ({config.method})": _covered(mapping, held, r_max)}
         models = comparison_models(config, cpu)
         if scored:
             preds.update(tool_predictions(catalogue, held, models, notes))
@@ -349,7 +350,8 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
         # one blocking instruction per port set is all the suite needs, and the quick profile
         # covers the port groups; pairing thousands of candidates into classes would take hours
         quick = set(profiles.choose(catalogue, "quick"))
-        excluded += tuple(n for n in names if n not in quick and n not in set(excluded))
+        already = set(excluded)
+        excluded += tuple(n for n in names if n not in quick and n not in already)
         say(f"  blocking candidates from the quick profile's {len(quick)} schemes; all {len(names)} are characterised")
     options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                              rep_order=profiles.representative_order(catalogue, names),
@@ -383,8 +385,7 @@ def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:
     mapping, r_max = result.mapping, result.summary["r_max"]
     held = held_out_experiments(sorted(mapping.uops), config.held_out, config.seed + 7919)
     measured = oracle.measure(held)
-    preds = {"pmsolve (explain)": [float(x) for x in evaluate_many(mapping, held, r_max=r_max)],
-             "ground truth": [float(x) for x in evaluate_many(truth, held, r_max=5)]}
+    preds = {"pmsolve (explain)": _covered(mapping, held, r_max), "ground truth": _covered(truth, held, 5)}
     return HostReport("simulated Zen-like machine", config, None, mapping, r_max, result, singles, held, measured,
                       preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"])
 

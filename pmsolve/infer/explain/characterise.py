@@ -140,6 +140,10 @@ class _Scheme:
     empty: set[frozenset[str]] = field(default_factory=set)
     found: dict[frozenset[str], int] = field(default_factory=dict)
 
+    def ordered(self, sets: list[frozenset[str]]) -> list[Probe]:
+        """The probes in the suite's (topological) order, which the fit needs."""
+        return [self.probes[q] for q in sets if q in self.probes]
+
 
 def plan(insns: list[str], suite: Suite, single: dict[str, Any], o: ExplainOptions,
          run: int) -> dict[str, list[tuple[str, frozenset[str], int]]]:
@@ -340,7 +344,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
         pending = []
         for i in part:
             s = state[i]
-            s.found = fit_uops([s.probes[q] for q in sets if q in s.probes])
+            s.found = fit_uops(s.ordered(sets))
             new = descend(i, s)
             if new:
                 pending += new
@@ -375,7 +379,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     values = dict(zip(exps, oracle.measure(exps)))
     out = {}
     for i in part:
-        ps, f = [state[i].probes[q] for q in sets if q in state[i].probes], found[i]
+        ps, f = state[i].ordered(sets), found[i]
         problem = next((Misfit("outside the model", f"{p.x:.3g} µops cannot evade [{','.join(sort_ports(p.q))}], "
                                f"but the µops found put {sum(n for q, n in f.items() if q <= p.q)} there "
                                f"({len(p.samples)} measurement(s))",

@@ -106,15 +106,19 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
 
     timing: dict[str, dict[str, float]] = {}   # stage → seconds and experiments measured (this process)
 
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        t0, m0 = time.perf_counter(), orc.measured
+        out = fn()
+        timing[name] = {"seconds": round(time.perf_counter() - t0, 2), "measured": orc.measured - m0}
+        return out
+
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         got = cp.done(name)
         if got is not None:
             return got
         current[0] = name
-        t0, m0 = time.perf_counter(), orc.measured
-        out = cp.finish(name, fn())
-        timing[name] = {"seconds": round(time.perf_counter() - t0, 2), "measured": orc.measured - m0}
-        say(f"stage {name} done in {time.perf_counter() - t0:.1f}s ({orc.measured} measurements so far)")
+        out = cp.finish(name, timed(name, fn))
+        say(f"stage {name} done in {timing[name]['seconds']:.1f}s ({orc.measured} measurements so far)")
         return out
 
     single = stage("singletons", lambda: stages.singletons(orc, insns, hook, counter))
@@ -174,10 +178,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
             current[0] = "characterise"
             say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
                 f"run {run + 1}/{o.runs}")
-            t0, m0 = time.perf_counter(), orc.measured
-            got = characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
-            timing[f"characterise run {run + 1}"] = {"seconds": round(time.perf_counter() - t0, 2),
-                                                     "measured": orc.measured - m0}
+            got = timed(f"characterise run {run + 1}",
+                        lambda: characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save))
             cp.finish(name, {i: x.to_json() for i, x in got.items()})
         per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
     explanations.update(vote(per_run))
