@@ -62,11 +62,35 @@ def pearson(predicted: Sequence[float], measured: Sequence[float]) -> float:
     return float(np.corrcoef(p, m)[0, 1])
 
 
-def kendall_tau_b(predicted: Sequence[float], measured: Sequence[float]) -> float:
+def kendall_tau_b(predicted: Sequence[float], measured: Sequence[float], resolution: float | None = None) -> float:
+    """Kendall's τ-b; with ``resolution`` (cycles), measurements are first rounded to multiples of
+    it, so that two measurements closer than the measuring precision count as a tie, not as an
+    order the predictor must reproduce."""
     from scipy.stats import kendalltau  # lazily: scipy.stats takes ~1 s to import
 
     p, m = _arrays(predicted, measured)
+    if resolution is not None:
+        if not resolution > 0:
+            raise ValidationError(f"resolution must be positive, got {resolution}")
+        m = np.round(m / resolution)
     return float(kendalltau(p, m, variant="b").statistic)
+
+
+def tau_b_ceiling(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """The largest τ-b any measurements of these experiments could give with these predictions:
+    with n0 pairs, a = n0 − (pairs the prediction ties) and b = n0 − (pairs the measurements
+    tie), at most min(a, b) pairs are concordant, so τ-b ≤ min(a, b) / sqrt(a·b). A predictor
+    with few distinct values (a port mapping's are multiples of small fractions) cannot order
+    the pairs it ties, however right it is, while noisy measurements tie almost none."""
+    p, m = _arrays(predicted, measured)
+    n0 = len(p) * (len(p) - 1) / 2
+
+    def tied(x: np.ndarray) -> float:
+        _, c = np.unique(x, return_counts=True)
+        return float((c * (c - 1) / 2).sum())
+
+    a, b = n0 - tied(p), n0 - tied(m)
+    return float(min(a, b) / np.sqrt(a * b)) if a > 0 and b > 0 else float("nan")
 
 
 def accuracy(predicted: Sequence[float], measured: Sequence[float]) -> Accuracy:

@@ -181,3 +181,76 @@ def test_representative_order_is_an_option():
     res = infer(SimulatedOracle(truth, r_max=4), ExplainOptions(rep_order=order))
     reps = {c["rep"] for c in res.summary["blocking"]["classes"]}
     assert {"blk1_twin", "blk0_twin"} <= reps and not agreement(truth, res.mapping).different
+
+
+# ----------------------------------------------------------------------------- complements
+
+def _complement_truth() -> PortMapping:
+    """Blocking instructions for [0,1], [0..3] and [4,5] only (like a Zen's set/branch pair and
+    its four ALUs); the schemes below use sets no instruction blocks alone."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    return PortMapping([str(p) for p in range(6)], {
+        "pair01": [(s(0, 1), 1)], "alu": [(s(0, 1, 2, 3), 1)], "vec": [(s(4, 5), 1)],
+        "shift": [(s(2, 3), 1)],                       # the complement [0..3] ∖ [0,1]
+        "shift2": [(s(2, 3), 2), (s(4, 5), 1)],        # two of them, and a µop on a blocked set besides
+        "overlap": [(s(1, 2), 1)],                     # inside [0..3], of size 2, but not the complement
+    })
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_a_complement_set_is_found_and_an_overlapping_set_is_not_mistaken_for_it(noise):
+    """µops on Q ∖ R (R, Q blocked, R ⊂ Q) are placed there, with the singleton, the sets they
+    cannot evade and the deciding check as witnesses; a µop on another set of that size inside
+    Q, which the blocking experiments cannot tell from the complement, stays a misfit."""
+    truth = _complement_truth()
+    res = infer(SimulatedOracle(truth, r_max=6, noise=noise, seed=3),
+                ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("shift", "shift2", "overlap")))
+    ag = agreement(truth, res.mapping)
+    assert not ag.different, ag.different
+    assert {"shift", "shift2"} <= set(res.mapping.uops) and "overlap" not in res.mapping.uops
+    x = res.explanations["shift"]
+    (ports, n), = x.uops
+    kinds = [w.kind for w in x.witnesses[",".join(ports)]]
+    assert n == 1 and len(ports) == 2 and kinds[0] == "singleton" and "blocking" in kinds and "check" in kinds
+    assert res.explanations["overlap"].misfit is not None
+
+
+class _OneSlowSchedule(SimulatedOracle):
+    """A CPU whose scheduler settles into a slow schedule for one small mix (as a Zen 4 does for
+    some pairs): that experiment measures 30 % slower than the ports allow; its double does not."""
+
+    def __init__(self, truth, slow: Experiment, **kw):
+        super().__init__(truth, **kw)
+        self.slow = slow
+
+    def measure(self, experiments):
+        return [t * 1.3 if e == self.slow else t for e, t in zip(experiments, super().measure(experiments))]
+
+
+@pytest.mark.parametrize("layouts", [1, 2])
+def test_the_fastest_of_two_layouts_keeps_a_blocking_instruction_one_slow_schedule_would_drop(layouts):
+    truth = _complement_truth()
+    slow = Experiment({"pair01": 1, "vec": 1})
+    res = infer(_OneSlowSchedule(truth, slow, r_max=6),
+                ExplainOptions(epsilon=0.03, r_max=6, layouts=layouts, not_blocking=("shift", "shift2", "overlap")))
+    suite = {b for b, _ in res.summary["blocking"]["suite"]}
+    assert ({"pair01", "vec"} <= suite) == (layouts == 2), res.summary["blocking"]["dropped"]
+
+
+def test_a_faster_layout_counts_only_beyond_the_noise_margin():
+    from pmsolve.harness.layouts import FastestLayout
+
+    class ByCopies:   # tp⁻¹ by the number of instructions per iteration
+        instructions, has_uop_counter = ("a", "b"), False
+
+        def __init__(self, v):
+            self.v = v
+
+        def measure(self, es):
+            return [self.v[e.size] for e in es]
+
+    e = Experiment({"a": 1, "b": 1})
+    assert FastestLayout(ByCopies({2: 0.66, 4: 1.09}), 2).measure([e]) == [pytest.approx(0.545)]  # a slow schedule
+    assert FastestLayout(ByCopies({2: 1.0, 4: 1.946}), 2).measure([e]) == [1.0]                   # noise
+    assert FastestLayout(ByCopies({2: float("nan"), 4: 1.0}), 2).measure([e]) == [0.5]           # a failed layout
+    assert FastestLayout(ByCopies({2: 0.66, 4: 1.09}), 1).measure([e]) == [0.66]

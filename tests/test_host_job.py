@@ -77,6 +77,7 @@ def test_accuracy_scores_every_predictor_on_the_common_coverage():
     assert good["covered"] == 4 and partial["covered"] == 3
     assert good["common"]["mape"] == pytest.approx(0.0) and partial["common"]["mape"] == pytest.approx(0.1)
     assert good["common"]["n"] == partial["common"]["n"] == 3     # scored on the same experiments
+    assert good["own"]["kendall_tau_b_resolved"] == pytest.approx(1.0) == good["own"]["tau_b_ceiling"]
 
 
 class _Dom(HTMLParser):

@@ -1,6 +1,7 @@
 """Accuracy metrics and the evaluation report: MAPE is a fraction, displays show percent."""
 
 import pytest
+from hypothesis import assume, given, strategies as st
 
 from pmsolve import Experiment, PortMapping, inverse_throughput, report
 from pmsolve.errors import ValidationError
@@ -47,3 +48,25 @@ def test_testing_helpers_import_without_hypothesis():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "PmsolveError pmsolve.testing needs hypothesis: pip install hypothesis"
+
+
+def test_a_predictor_right_up_to_its_ties_reaches_the_tau_b_ceiling_and_no_more():
+    from pmsolve.metrics import kendall_tau_b, tau_b_ceiling
+
+    measured = [1.001, 1.003, 1.498, 1.502, 1.504, 2.0, 2.01]       # noise splits every tie
+    steps = [1.0, 1.0, 1.5, 1.5, 1.5, 2.0, 2.0]                    # the port bound, exactly right
+    assert kendall_tau_b(steps, measured) == pytest.approx(tau_b_ceiling(steps, measured))
+    assert tau_b_ceiling(steps, measured) < 0.9                     # 5 of 21 pairs are tied
+    assert kendall_tau_b(steps, measured, resolution=0.05) == pytest.approx(1.0)
+    assert kendall_tau_b(steps, measured, resolution=0.001) == pytest.approx(kendall_tau_b(steps, measured))
+    assert tau_b_ceiling(measured, measured) == 1.0
+
+
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(1, 40)), min_size=3, max_size=30))
+def test_tau_b_never_exceeds_its_ceiling(pairs):
+    from pmsolve.metrics import kendall_tau_b, tau_b_ceiling
+
+    p, m = [a / 2 for a, _ in pairs], [b / 10 for _, b in pairs]
+    tau, top = kendall_tau_b(p, m), tau_b_ceiling(p, m)
+    assume(tau == tau and top == top)
+    assert tau <= top + 1e-9 and top <= 1.0 + 1e-12

@@ -69,8 +69,13 @@ def _accuracy(acc: dict[str, Any]) -> list[str]:
     best = min((r["common"]["mape"] for r in rows if r.get("common")), default=None)
     out = [f"<p>{acc['held_out']} held-out 4–5-instruction experiments of mapped schemes, none used for "
            f"inference; {acc['common']} covered by every predictor (the first columns).</p>",
-           "<table id='accuracy'><tr><th>predictor</th><th>MAPE (common)</th><th>Kendall τ (common)</th>"
-           "<th>covered</th><th>MAPE (own coverage)</th><th>Kendall τ (own)</th>"
+           "<p>Kendall's τ-b is given on the raw measurements and on measurements rounded to 0.01 cycles "
+           "(τ-b .01, the precision of published tables). Raw measurements tie no pair, while a port mapping "
+           "predicts few distinct values and ties many: τ-b max is the most τ-b can be with the predictor's "
+           "ties, however right it is.</p>",
+           "<table id='accuracy'><tr><th>predictor</th><th>MAPE (common)</th><th>Kendall τ-b (common)</th>"
+           "<th>τ-b .01 (common)</th><th>covered</th><th>MAPE (own coverage)</th><th>Kendall τ-b (own)</th>"
+           "<th>τ-b .01 (own)</th><th>τ-b max (own)</th>"
            "<th>shared with pmsolve</th><th>MAPE (shared)</th><th>pmsolve's MAPE (shared)</th><th>model</th></tr>"]
     for r in rows:
         c = r.get("common") or {}
@@ -78,9 +83,12 @@ def _accuracy(acc: dict[str, Any]) -> list[str]:
         own = r.get("own") or {}
         out.append(f"<tr><td>{_e(r['name'])}</td><td{cls}>{_num(100 * c['mape'], 1) + ' %' if c else '–'}</td>"
                    f"<td class='num'>{_num(c.get('kendall_tau_b'))}</td>"
+                   f"<td class='num'>{_num(c.get('kendall_tau_b_resolved'))}</td>"
                    f"<td class='num'>{r['covered']}/{acc['held_out']}</td>"
                    f"<td class='num'>{_num(100 * own['mape'], 1) + ' %' if own else '–'}</td>"
-                   f"<td class='num'>{_num(own.get('kendall_tau_b'))}</td>{_versus(r.get('versus_first'))}"
+                   f"<td class='num'>{_num(own.get('kendall_tau_b'))}</td>"
+                   f"<td class='num'>{_num(own.get('kendall_tau_b_resolved'))}</td>"
+                   f"<td class='num'>{_num(own.get('tau_b_ceiling'))}</td>{_versus(r.get('versus_first'))}"
                    f"<td>{_e(r.get('model', ''))}</td></tr>")
     out.append("</table>")
     return out

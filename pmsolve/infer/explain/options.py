@@ -51,6 +51,10 @@ class ExplainOptions:
     * ``tolerance``: relative slack of that final check (the scheme's mapping must reproduce each
       of its measured experiments within max(ε·|e|, tolerance·tp⁻¹)); None (default): 0 with a µop
       counter (ε alone), 0.03 without one, where every check is relative to the measurement's noise;
+    * ``layouts``: the classes and structure stages take the fastest of this many layouts of each
+      experiment (1×, 2×, … its counts, per copy; :mod:`pmsolve.harness.layouts`): real
+      schedulers sometimes settle into a slower schedule than the ports allow, and one such
+      measurement would drop a blocking instruction (default 1: each experiment as it is);
     * ``instructions``: restrict to these schemes (default: all the oracle knows);
     * ``backend``/``timeout``: solver for the CEGIS stage; ``max_conflicts``: how many
       inconsistent blocking instructions to drop before giving up.
@@ -84,6 +88,7 @@ class ExplainOptions:
     noise: float = 0.01
     remeasure: int = 16
     cegis_epsilon: float | None = None
+    layouts: int = 1
 
     def __post_init__(self) -> None:
         if self.ports is not None and self.ports < 1:
@@ -92,6 +97,8 @@ class ExplainOptions:
             object.__setattr__(self, "cegis_epsilon", self.epsilon)
         if not 0 <= self.epsilon < 1:
             raise ValidationError(f"explain: epsilon must be in [0, 1), got {self.epsilon}")
+        if self.layouts < 1:
+            raise ValidationError(f"explain: layouts must be ≥ 1, got {self.layouts}")
         if self.runs < 1:
             raise ValidationError(f"explain: runs must be ≥ 1, got {self.runs}")
         if self.r_max is not None and self.r_max <= 0:
@@ -120,5 +127,5 @@ class ExplainOptions:
                 "throughput_only": self.throughput_only, "max_ports": self.max_ports,
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
                 "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
-                "not_blocking": list(self.not_blocking),
+                "not_blocking": list(self.not_blocking), "layouts": self.layouts,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

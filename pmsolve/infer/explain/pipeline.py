@@ -28,6 +28,7 @@ from pmsolve.infer.explain import stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.characterise import characterise
 from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.layouts import FastestLayout
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
@@ -101,6 +102,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     hook = get_hook(o.uop_hook)
     cp = Checkpoint(state, {**o.fingerprint(), "oracle": oracle_fingerprint(oracle)})
     orc = CachingOracle.in_state(oracle, cp.state)
+    paired = FastestLayout(orc, o.layouts) if o.layouts > 1 else orc   # for the stages that decide structure
     if cp.resumed:
         say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(orc.known())} measurements")
 
@@ -131,7 +133,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     else:
         peak = stage("peak", lambda: stages.peak_ipc(orc, single, stages.peak_probes(cand["sizes"]), o, warn=False))
         classes = stage("classes", lambda: stages.equivalence_classes(
-            orc, single, cand["sizes"], o, say, r_max=peak["r_max"], check_pairs=3))["classes"]
+            paired, single, cand["sizes"], o, say, r_max=peak["r_max"], check_pairs=3))["classes"]
         say(f"{len(classes)} class(es) of blocking candidates")
     warnings = [peak["warning"]] if peak.get("warning") else []
     for w in warnings:
@@ -141,7 +143,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     if counter:
         blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
     else:
-        blk = stage("structure", lambda: infer_structure(orc, classes, single, r_max, o, say))
+        blk = stage("structure", lambda: infer_structure(paired, classes, single, r_max, o, say))
     if blk.get("mapping") is None:
         raise ValidationError(f"explain: no blocking instruction explains the measurements ({blk.get('proof')})")
     bmap = mapping_from_json(blk["mapping"])
