@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.strategy import k_rule
@@ -178,7 +179,46 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         if on_chunk:
             on_chunk()
         progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised")
+    derived = [] if counted else derived_blockers(out, suite, o)
+    if derived:
+        # second pass: the schemes that may hide µops on those sets, against the suite with them
+        more = sorted(suite + derived, key=lambda bq: len(bq[1]))     # by size: subsets first
+        extended = PortMapping(blocking.ports, {**blocking.uops, **{b: [(q, 1)] for b, q in derived}})
+        names = {b for b, _ in derived}
+        again = [i for i in insns if i not in names and _may_hide(out[i], [q for _, q in derived])]
+        progress(f"  run {run + 1}: {len(again)} scheme(s) again with the derived blocking instruction(s) "
+                 + ", ".join(f"{b} [{','.join(sort_ports(q))}]" for b, q in derived))
+        for lo in range(0, len(again), chunk):
+            out.update(_uncounted(oracle, again[lo:lo + chunk], extended, more, single, r_max, o, run))
+            if on_chunk:
+                on_chunk()
+            progress(f"  run {run + 1}: {min(lo + chunk, len(again))}/{len(again)} schemes characterised again")
     return out
+
+
+def derived_blockers(out: dict[str, Explanation], suite: Suite, o: ExplainOptions) -> Suite:
+    """Schemes placed as one µop on a set no blocking instruction isolates (a complement, see
+    :func:`complement_candidates`), one per such set: register forms first, like the blocking
+    candidates. Other schemes' µops on a blocked superset may lie in that set but go unseen when
+    another bottleneck hides them (``{[2,3]: 1, [4,5]: 2}`` alone runs like ``{[0..3]: 1, [4,5]:
+    2}``); against the derived blocking instruction, they cannot evade it."""
+    sets = {q for _, q in suite}
+    avoid = set(o.not_blocking)
+    best: dict[frozenset[str], str] = {}
+    for i in sorted(out, key=lambda i: (i in avoid, simplicity(i))):
+        x = out[i]
+        if x.misfit is None and len(x.uops) == 1 and x.uops[0][1] == 1:
+            q = frozenset(x.uops[0][0])
+            if q not in sets:
+                best.setdefault(q, i)
+    return [(i, q) for q, i in sorted(best.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0])))]
+
+
+def _may_hide(x: Explanation, derived: list[frozenset[str]]) -> bool:
+    """Could the scheme have µops on a derived set? Only if µops stay on a blocked superset of it."""
+    held = [frozenset(ps) for ps, _ in x.uops] + [frozenset(w.ports) for w in x.others
+                                                  if w.kind == "blocking" and (w.non_evading or 0) >= 0.5]
+    return any(c < q for c in derived for q in held)
 
 
 def _found(probes: list[Probe]) -> tuple[dict[frozenset[str], int], Misfit | None]:
