@@ -257,3 +257,17 @@ def test_a_faster_layout_counts_only_beyond_the_noise_margin():
     assert FastestLayout(ByCopies({2: 1.0, 4: 1.946}), 2).measure([e]) == [1.0]                   # noise
     assert FastestLayout(ByCopies({2: float("nan"), 4: 1.0}), 2).measure([e]) == [0.5]           # a failed layout
     assert FastestLayout(ByCopies({2: 0.66, 4: 1.09}), 1).measure([e]) == [0.66]
+
+
+@pytest.mark.parametrize("seconds", [None, 0.0])
+def test_past_the_structure_budget_a_contradicted_candidate_is_dropped_without_trials(seconds):
+    """A slow balanced pair contradicts ``alu`` inside its component: with time left, 2 and 3
+    µops are tried (each a port search); past ``structure_seconds`` it is dropped at once."""
+    said: list[str] = []
+    res = infer(_OneSlowSchedule(_complement_truth(), Experiment({"alu": 4, "vec": 2}), r_max=6),
+                ExplainOptions(epsilon=0.03, r_max=6, structure_seconds=seconds,
+                               not_blocking=("shift", "shift2", "overlap", "hidden")),
+                progress=lambda ev: said.append(ev.message))
+    tried = [m for m in said if "trying alu" in m]
+    assert bool(tried) == (seconds is None) and any("budget" in m for m in said) == (seconds == 0.0)
+    assert "alu" in {d["insn"] for d in res.summary["blocking"]["dropped"]}

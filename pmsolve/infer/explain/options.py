@@ -40,6 +40,9 @@ class ExplainOptions:
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
+      ``structure_seconds``: after this long, the structure stage tries no more multiplicities
+      for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
+      succeeded in five runs, and one run spent 480 s in them);
     * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
       pure load before a load that also computes; others follow, register forms first); a dropped
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
@@ -89,6 +92,7 @@ class ExplainOptions:
     remeasure: int = 16
     cegis_epsilon: float | None = None
     layouts: int = 1
+    structure_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.ports is not None and self.ports < 1:
@@ -128,4 +132,5 @@ class ExplainOptions:
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
                 "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
                 "not_blocking": list(self.not_blocking), "layouts": self.layouts,
+                "structure_seconds": self.structure_seconds,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

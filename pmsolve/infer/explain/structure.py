@@ -220,7 +220,8 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
             active, mult, dropped = screen(sorted(reps), size, class_size, values, r_max, o, progress)
             if not stand_in([d["insn"] for d in dropped]):
                 break
-        got = _structure(oracle, active, mult, dropped, size, class_size, values, r_max, o, progress)
+        got = _structure(oracle, active, mult, dropped, size, class_size, values, r_max, o, progress,
+                         t0 + o.structure_seconds if o.structure_seconds is not None else None)
         if not stand_in(got.get("redundant", [])):
             break
     got["seconds"] = time.perf_counter() - t0
@@ -229,7 +230,8 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
 
 def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: list[dict[str, Any]],
                size: dict[str, int], class_size: dict[str, int], values: dict[Experiment, float],
-               r_max: float | None, o: ExplainOptions, progress: Progress) -> dict[str, Any]:
+               r_max: float | None, o: ExplainOptions, progress: Progress,
+               deadline: float | None = None) -> dict[str, Any]:
     """Components, their port counts and structure (steps 2-5) for the screened candidates."""
     dropped = list(dropped)
     interacting = {frozenset(e) for e, t in values.items()
@@ -245,7 +247,7 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
         comp = work.pop(0)
         cid = len(summary)
         got = _solve_component(oracle, cid, comp, size, class_size, values, interacting, r_max, o, progress,
-                               {i: mult[i] for i in comp if i in mult})
+                               {i: mult[i] for i in comp if i in mult}, deadline)
         if got["dropped"] is not None:      # one victim left: what remains may fall apart
             dropped.append(got["dropped"])
             rest = [i for i in comp if i != got["dropped"]["insn"]]
@@ -284,9 +286,11 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
 
 def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int], class_size: dict[str, int],
                      pair_values: dict[Experiment, float], interacting: set[frozenset[str]], r_max: float | None,
-                     o: ExplainOptions, progress: Progress, mult: dict[str, int]) -> dict[str, Any]:
+                     o: ExplainOptions, progress: Progress, mult: dict[str, int],
+                     deadline: float | None = None) -> dict[str, Any]:
     """Ports and multiplicities for one component (steps 3-4 of the module doc), or the one
-    instruction to drop (step 5) under ``dropped``."""
+    instruction to drop (step 5) under ``dropped``. Past the ``deadline`` (``structure_seconds``)
+    no multiplicity is tried: the suspect is dropped at once."""
     mixes = random_mixes(comp, size, min(12, 2 * len(comp)), seed=len(comp))
     oracle.measure(mixes)
     extra = [e for e in pair_values if set(e) <= set(comp)] + mixes
@@ -295,7 +299,10 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
         # blame order: a multiplicity is itself a hypothesis, then small classes, then memory forms
         blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
         suspects = sorted((i for i in (core.instructions if core else comp) if i in comp), key=blame)
-        if not suspects or suspects[0] not in mult:
+        late = deadline is not None and time.perf_counter() > deadline
+        if late:
+            progress(f"  component {cid}: past the structure stage's time budget, no multiplicity is tried")
+        if not late and (not suspects or suspects[0] not in mult):
             for victim in suspects[:1]:    # the most suspect one only: each trial is a port search
                 for k in range(2, o.max_multiplicity + 1):
                     if size[victim] * k > o.max_ports or runs >= o.max_cegis_runs:
