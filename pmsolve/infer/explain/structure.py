@@ -130,7 +130,15 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
         if rescued:
             mult = rescued
         else:
-            worst = min(tied, key=lambda i: (class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i))
+            # the lightest set of candidates whose removal leaves no contradicted pair: on a Zen 4
+            # the greedy choice (most contradictions first) kept 512-bit candidates in one run and
+            # lost every 128/256-bit vector class to them; the cover keeps the classes that stand
+            # for the most schemes (and the same ones from run to run)
+            drop = lightest_cover(bad, class_size)
+            tied = sorted((i for i in score if i in drop), key=lambda i: -score[i])
+            top = score[tied[0]]
+            worst = min((i for i in tied if score[i] == top),
+                        key=lambda i: (class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i))
             exps = [x for pair in bad if worst in pair for x in by_pair[pair]]
             reason = (f"one µop on {size[worst]} port(s) contradicts {score[worst]} pair(s) with other blocking "
                       f"candidates, and so do 2–{o.max_multiplicity} µops on one set")
@@ -139,6 +147,27 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
                             "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in exps]})
             active.remove(worst)
             mult.pop(worst, None)
+
+
+def lightest_cover(pairs: list[frozenset[str]], weight: dict[str, int], limit: int = 200_000) -> set[str]:
+    """A least-weight set of candidates that meets every pair (weight: the schemes a candidate's
+    class stands for), by branching on an uncovered pair; after ``limit`` branches the best found."""
+    best: list = [None, float("inf")]
+    edges = [tuple(sorted(p)) for p in pairs]
+    steps = [0]
+
+    def go(left: list[tuple[str, str]], cover: frozenset[str], w: float) -> None:
+        steps[0] += 1
+        if w >= best[1] or steps[0] > limit:
+            return
+        if not left:
+            best[0], best[1] = cover, w
+            return
+        for x in sorted(left[0], key=lambda i: weight.get(i, 1)):
+            go([e for e in left if x not in e], cover | {x}, w + weight.get(x, 1))
+
+    go(edges, frozenset(), 0)
+    return set(best[0] if best[0] is not None else {i for e in edges for i in e})
 
 
 def components(reps: list[str], interacting: set[frozenset[str]]) -> list[list[str]]:
