@@ -271,3 +271,32 @@ def test_past_the_structure_budget_a_contradicted_candidate_is_dropped_without_t
     tried = [m for m in said if "trying alu" in m]
     assert bool(tried) == (seconds is None) and any("budget" in m for m in said) == (seconds == 0.0)
     assert "alu" in {d["insn"] for d in res.summary["blocking"]["dropped"]}
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)).filter(lambda e: e[0] != e[1]), max_size=12),
+       st.lists(st.integers(1, 20), min_size=7, max_size=7))
+@settings(max_examples=200, deadline=None)
+def test_lightest_cover_meets_every_pair_at_the_least_weight(edges, weights):
+    """Against brute force over every subset of the 7 candidates."""
+    from itertools import combinations
+
+    from pmsolve.infer.explain.structure import lightest_cover
+
+    names = [f"c{k}" for k in range(7)]
+    pairs = [frozenset((names[a], names[b])) for a, b in edges]
+    w = dict(zip(names, weights))
+    cover = lightest_cover(pairs, w)
+    assert all(p & cover for p in pairs)
+    least = min(sum(w[x] for x in sub) for r in range(8) for sub in combinations(names, r)
+                if all(p & set(sub) for p in pairs))
+    assert sum(w[x] for x in cover) == least
+
+
+def test_screening_keeps_the_heavy_class_a_greedy_drop_would_lose():
+    """A hub contradicts three light candidates: greedy drops the hub (most contradictions);
+    when the hub's class stands for more schemes than the three together, the three go."""
+    from pmsolve.infer.explain.structure import lightest_cover
+
+    pairs = [frozenset(("hub", x)) for x in ("a", "b", "c")]
+    assert lightest_cover(pairs, {"hub": 10, "a": 1, "b": 1, "c": 1}) == {"a", "b", "c"}
+    assert lightest_cover(pairs, {"hub": 2, "a": 1, "b": 1, "c": 1}) == {"hub"}
