@@ -42,7 +42,7 @@ class ExplainOptions:
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
       ``structure_seconds``: after this long, the structure stage tries no more multiplicities
       for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
-      succeeded in five runs, and one run spent 480 s in them);
+      succeeded in eight runs, and one run spent 480 s in them);
     * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
       pure load before a load that also computes; others follow, register forms first); a dropped
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
