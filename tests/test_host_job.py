@@ -102,7 +102,7 @@ def _doc() -> dict:
     return {"machine": "AMD Zen 4 <b>", "profile": "quick", "method": "explain", "ports": 3, "r_max": 6.0,
             "port_names": ["0", "1", "2"], "models": [{"tool": "llvm-mca", "version": 19, "model": "znver4",
                                                       "why": "its own model", "fallback": False}],
-            "accuracy": {"held_out": 5, "common": 4, "predictors": [
+            "accuracy": {"held_out": 5, "common": 4, "resolution": 0.01, "predictors": [
                 {"name": "pmsolve (explain)", "covered": 5, "common": {"mape": 0.02, "kendall_tau_b": 0.95},
                  "own": {"mape": 0.02, "kendall_tau_b": 0.95}, "model": ""}]},
             "schemes": [{"scheme": "x<script>", "tp": 0.5, "confidence": 1.0,

@@ -34,7 +34,7 @@ from typing import Any
 
 from pmsolve.errors import PmsolveError, ValidationError
 from pmsolve.fileio import StateFile, canonical, digest
-from pmsolve.harness.protocol import oracle_fingerprint
+from pmsolve.harness.protocol import OracleWrapper, oracle_fingerprint
 from pmsolve.harness.store import MeasurementStore, StoredRow, canonical_settings, machine_description
 from pmsolve.model import Experiment
 
@@ -104,7 +104,7 @@ def _row_from_json(d: dict[str, Any]) -> StoredRow:
                float(d.get("created", 0.0)))
 
 
-class CachingOracle:
+class CachingOracle(OracleWrapper):
     """Wraps any oracle: answers from memory, then from ``store`` (:class:`JsonRows` or
     :class:`SqliteRows`; None keeps answers in memory only), and measures the rest through the
     inner oracle. Inner oracles with ``measure_iter`` (the hardware oracle) stream results, each
@@ -120,7 +120,7 @@ class CachingOracle:
                  on_error: str = "raise"):
         if on_error not in ("raise", "nan"):
             raise ValidationError(f"on_error must be 'raise' or 'nan', got {on_error!r}")
-        self.inner = inner
+        super().__init__(inner)
         self.store = store
         self.uop_store = uop_store
         self.chunk = chunk
@@ -159,14 +159,6 @@ class CachingOracle:
         return cls(inner, SqliteRows(store, machine, key), chunk=chunk, **kwargs)
 
     # ----- the oracle protocol
-    @property
-    def instructions(self) -> tuple[str, ...]:
-        return tuple(self.inner.instructions)
-
-    @property
-    def has_uop_counter(self) -> bool:
-        return bool(self.inner.has_uop_counter)
-
     def describe(self) -> str:
         where = f" via {self.store.where()}" if isinstance(self.store, SqliteRows) else ""
         return f"{self.inner.describe()}{where}"

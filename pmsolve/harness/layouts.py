@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pmsolve.errors import ValidationError
+from pmsolve.harness.protocol import OracleWrapper, oracle_fingerprint
 from pmsolve.model import Experiment
 
 
@@ -28,7 +29,7 @@ def scaled(e: Experiment, k: int) -> Experiment:
     return Experiment({n: k * c for n, c in e.items()})
 
 
-class FastestLayout:
+class FastestLayout(OracleWrapper):
     """Wraps an oracle; ``measure`` gives tp⁻¹(e), or the least tp⁻¹(k·e) / k over k = 2 …
     ``layouts`` when that is more than ``margin`` (relative) below it."""
 
@@ -37,22 +38,13 @@ class FastestLayout:
             raise ValidationError(f"layouts must be ≥ 1, got {layouts}")
         if not 0 <= margin < 1:
             raise ValidationError(f"margin must be in [0, 1), got {margin}")
-        self.inner, self.layouts, self.margin = inner, layouts, margin
-
-    @property
-    def instructions(self) -> tuple[str, ...]:
-        return tuple(self.inner.instructions)
-
-    @property
-    def has_uop_counter(self) -> bool:
-        return bool(self.inner.has_uop_counter)
+        super().__init__(inner)
+        self.layouts, self.margin = layouts, margin
 
     def describe(self) -> str:
         return f"{self.inner.describe()}, fastest of {self.layouts} layouts"
 
     def fingerprint(self) -> dict[str, Any]:
-        from pmsolve.harness.protocol import oracle_fingerprint
-
         return {"kind": "fastest-layout", "layouts": self.layouts, "margin": self.margin,
                 "inner": oracle_fingerprint(self.inner)}
 
@@ -69,6 +61,3 @@ class FastestLayout:
 
     def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]:
         return self.inner.uop_counts(experiments)
-
-    def __getattr__(self, name: str) -> Any:   # measured, known(), … of a caching oracle
-        return getattr(self.inner, name)

@@ -33,6 +33,22 @@ class Oracle(Protocol):
     def describe(self) -> str: ...
 
 
+class OracleWrapper:
+    """Base of oracles that answer through another one (``inner``): they know its instructions
+    and its µop counter."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        return tuple(self.inner.instructions)
+
+    @property
+    def has_uop_counter(self) -> bool:
+        return bool(self.inner.has_uop_counter)
+
+
 def oracle_fingerprint(oracle: object) -> dict[str, Any]:
     """What determines an oracle's answers, as JSON data: its ``fingerprint()`` (the built-in
     oracles: a simulated oracle's mapping digest, noise, seed, R_max and µop counter; a recorded

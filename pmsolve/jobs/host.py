@@ -135,7 +135,8 @@ class HostReport:
                          "versus_first": {"covered": len(both), "this": score(name, both),
                                           "first": score(first, both)} if name != first else None,
                          "model": model[name].why if name in model else ""})
-        return {"held_out": len(ok), "common": len(common), "first": first, "predictors": rows}
+        return {"held_out": len(ok), "common": len(common), "first": first, "resolution": RESOLUTION,
+                "predictors": rows}
 
     def to_json(self) -> dict[str, Any]:
         schemes, misfits = [], {}

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
@@ -312,7 +313,7 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
         bad = [(e, t) for e, t in items if off(e, t)]
         if not bad or not remeasure:
             return bad
-        again = yield [Experiment({n: 2 * c for n, c in e.items()}) for e, _ in bad]
+        again = yield [scaled(e, 2) for e, _ in bad]
         return [(e, t) for (e, t), t2 in zip(bad, again) if off(e, t2 / 2)]
 
     if held and (yield from missed([(singleton, single["tp"])])):
@@ -339,7 +340,7 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
     sw = Witness("singleton", singleton, single["tp"], mod[singleton])
     witnesses = {k: (sw,) + v for k, v in witnesses.items()}
     checks = tuple(Witness("check", e, t, mod[e]) for e, t in held)
-    # a µop on a set no blocking instruction isolates (a complement, see refine_complements):
+    # a µop on a set no blocking instruction isolates (a complement, see complement_candidates):
     # the singleton, the blocked sets it cannot evade and the checks that place it
     witnesses.update({uop_key(q): (sw,) + tuple(_witness(p, mod[p.samples[-1][0]], mod[p.samples[-1][1]])
                                                 for p in probes if q < p.q) + checks
