@@ -4,6 +4,8 @@ multiplicities, components and inferred port counts, stand-ins for wrong represe
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import pytest
 from explain_fixtures import synthetic, zen_like
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +15,7 @@ from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions, infer
 from pmsolve.infer.explain.characterise import Probe, fit_uops, flooding_copies, tight_copies
 from pmsolve.infer.explain.compare import agreement
-from pmsolve.infer.explain.structure import components, pair_consistent, port_lower_bound, screen
+from pmsolve.infer.explain.structure import components, pair_consistent, port_lower_bound, screen, slow_schedules
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import inverse_throughput
 
@@ -138,8 +140,8 @@ def test_screen_keeps_the_blocker_and_multiplies_the_impostor():
     from pmsolve.infer.explain.structure import pair_experiments
     exps = pair_experiments(sorted(size), size)
     values = {e: float(inverse_throughput(m, e)) for e in exps}
-    active, mult, dropped = screen(sorted(size), size, {k: 1 for k in size}, values, None, _o(), lambda s: None)
-    assert set(active) == {"alu", "mul", "two"} and mult == {"two": 2} and not dropped
+    active, mult, dropped, aside = screen(sorted(size), size, {k: 1 for k in size}, values, None, _o(), lambda s: None)
+    assert set(active) == {"alu", "mul", "two"} and mult == {"two": 2} and not dropped and not aside
 
 
 def test_components_and_port_lower_bound():
@@ -229,15 +231,42 @@ class _OneSlowSchedule(SimulatedOracle):
         return [t * 1.3 if e == self.slow else t for e, t in zip(experiments, super().measure(experiments))]
 
 
-@pytest.mark.parametrize("layouts", [1, 2])
-def test_the_fastest_of_two_layouts_keeps_a_blocking_instruction_one_slow_schedule_would_drop(layouts):
+@pytest.mark.parametrize("layouts, slow_pairs", [(1, 0), (2, 0), (1, 2)])
+def test_a_blocking_instruction_survives_one_slow_schedule_by_another_layout_or_set_aside(layouts, slow_pairs):
     truth = _complement_truth()
     slow = Experiment({"pair01": 1, "vec": 1})
     res = infer(_OneSlowSchedule(truth, slow, r_max=6),
-                ExplainOptions(epsilon=0.03, r_max=6, layouts=layouts,
+                ExplainOptions(epsilon=0.03, r_max=6, layouts=layouts, slow_pairs=slow_pairs,
                                not_blocking=("shift", "shift2", "overlap", "hidden")))
     suite = {b for b, _ in res.summary["blocking"]["suite"]}
-    assert ({"pair01", "vec"} <= suite) == (layouts == 2), res.summary["blocking"]["dropped"]
+    assert ({"pair01", "vec"} <= suite) == (layouts == 2 or slow_pairs > 0), res.summary["blocking"]["dropped"]
+    aside = res.summary["blocking"]["slow_schedules"]
+    if slow_pairs:   # the balanced pair {2, 2} fits disjoint sets; the slow {1, 1} is set aside and said
+        assert [(Experiment(a["experiment"]), a["bound"]) for a in aside] == [(slow, 0.5)]
+        assert any("slow schedule" in w for w in res.warnings) and not agreement(truth, res.mapping).different
+    else:
+        assert aside == []
+
+
+def test_slow_schedules_are_never_faster_than_the_bound_and_respect_the_budget():
+    """A pair faster than every overlap allows is no slow schedule; a candidate slow with more
+    partners than its budget is an impostor, and its partners keep their budget."""
+    size = {"a": 2, "b": 2}
+    o = _o(slow_pairs=1)
+    fits_disjoint = [(Experiment({"a": 1, "b": 1}), 0.8), (Experiment({"a": 2, "b": 2}), 1.0)]
+    assert slow_schedules("a", "b", fits_disjoint, size, {}, None, o) == [(Experiment({"a": 1, "b": 1}), 0.8, 0.5)]
+    too_fast = [(Experiment({"a": 1, "b": 1}), 0.3), (Experiment({"a": 2, "b": 2}), 1.0)]
+    assert slow_schedules("a", "b", too_fast, size, {}, None, o) == []
+    # "x" is slow with a, b and c; "d" only with c: d's pair is set aside, x is dropped
+    size = {k: 2 for k in "abcdx"}
+    values = {}
+    for i, j in combinations(sorted(size), 2):
+        slow_one = "x" in (i, j) or {i, j} == {"c", "d"}
+        values[Experiment({i: 1, j: 1})] = 0.8 if slow_one else 0.5
+        values[Experiment({i: 2, j: 2})] = 1.0
+    active, mult, dropped, aside = screen(sorted(size), size, {k: 1 for k in size}, values, None, o, lambda s: None)
+    assert [d["insn"] for d in dropped] == ["x"] and set(active) == set("abcd")
+    assert [a["pair"] for a in aside] == [["c", "d"]]
 
 
 def test_a_faster_layout_counts_only_beyond_the_noise_margin():

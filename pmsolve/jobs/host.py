@@ -366,7 +366,7 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
     options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                              rep_order=profiles.representative_order(catalogue, names),
                              not_blocking=excluded, timeout=20.0, max_cegis_runs=16, layouts=2,
-                             structure_seconds=120.0)
+                             structure_seconds=120.0, slow_pairs=2)
     result = explain_infer(oracle, options, state=state, progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     if result.mapping is None:
         raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))

@@ -43,6 +43,12 @@ class ExplainOptions:
       ``structure_seconds``: after this long, the structure stage tries no more multiplicities
       for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
       succeeded in eight runs, and one run spent 480 s in them);
+    * ``slow_pairs``: how many pair experiments per blocking candidate the structure stage may
+      set aside as slow schedules (slower than the port bound of an overlap that explains the
+      candidate's other pair experiments; :mod:`~pmsolve.infer.explain.structure`); default 0:
+      on a machine that follows the port model (a simulated one) a slow pair is always evidence
+      against a hypothesis — an impostor whose extra µops show in one pair only would be kept;
+      on a real CPU schedulers miss the port bound of some small loops, and the main job allows 2;
     * ``rep_order``: schemes to prefer, in this order, as representatives of their class (e.g. a
       pure load before a load that also computes; others follow, register forms first); a dropped
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
@@ -93,6 +99,7 @@ class ExplainOptions:
     cegis_epsilon: float | None = None
     layouts: int = 1
     structure_seconds: float | None = None
+    slow_pairs: int = 0
 
     def __post_init__(self) -> None:
         if self.ports is not None and self.ports < 1:
@@ -103,6 +110,8 @@ class ExplainOptions:
             raise ValidationError(f"explain: epsilon must be in [0, 1), got {self.epsilon}")
         if self.layouts < 1:
             raise ValidationError(f"explain: layouts must be ≥ 1, got {self.layouts}")
+        if self.slow_pairs < 0:
+            raise ValidationError(f"explain: slow_pairs must be ≥ 0, got {self.slow_pairs}")
         if self.runs < 1:
             raise ValidationError(f"explain: runs must be ≥ 1, got {self.runs}")
         if self.r_max is not None and self.r_max <= 0:
@@ -132,5 +141,5 @@ class ExplainOptions:
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
                 "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
                 "not_blocking": list(self.not_blocking), "layouts": self.layouts,
-                "structure_seconds": self.structure_seconds,
+                "structure_seconds": self.structure_seconds, "slow_pairs": self.slow_pairs,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

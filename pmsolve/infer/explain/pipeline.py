@@ -152,6 +152,13 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                         f"measurement and differ from the chosen one on no experiment of ≤ 12 instructions (the "
                         f"front-end limit hides them, sec. 6.3.4); documented facts can pick one (disjoint pairs)")
         say("warning: " + warnings[-1])
+    slow = blk.get("slow_schedules", [])
+    if slow:
+        warnings.append(f"{len(slow)} pair experiment(s) of blocking candidates ran slower than the port bound of "
+                        "every other fit of the pair (slow schedules, outside the model; set aside): " +
+                        "; ".join(f"{Experiment(a['experiment'])} = {a['measured']:.4g} (bound {a['bound']:.4g})"
+                                  for a in slow[:3]) + ("; …" if len(slow) > 3 else ""))
+        say("warning: " + warnings[-1])
     improper = [n for n, _ in o.improper if n in bmap.uops] + [i for i in blk.get("multiplicities", {})]
     suite = blockers(bmap, improper)
     dropped = {d["insn"]: d for d in blk.get("dropped", [])}
@@ -171,6 +178,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                      "classes": [{"rep": c["rep"], "size": c["size"], "members": 1 + len(c["members"])}
                                  for c in classes],
                      "components": blk.get("components", []), "multiplicities": blk.get("multiplicities", {}),
+                     "slow_schedules": slow,
                      "suite": [[b, sort_ports(q)] for b, q in suite]},
     }
     per_run = []
