@@ -248,6 +248,36 @@ def test_a_blocking_instruction_survives_one_slow_schedule_by_another_layout_or_
         assert aside == []
 
 
+class _SlowMixes(SimulatedOracle):
+    """A simulated CPU that schedules some mixes 30 % slower than its ports allow (on a Zen 4:
+    ``{imul: 2, mov r64, imm: 4, sete: 3}`` = 2.67 cycles where the ports allow 2.25)."""
+
+    def __init__(self, truth, slow, **kw):
+        super().__init__(truth, **kw)
+        self.slow = set(slow)
+
+    def measure(self, experiments):
+        return [t * 1.3 if e in self.slow else t for e, t in zip(experiments, super().measure(experiments))]
+
+
+@pytest.mark.parametrize("slow_pairs", [0, 2])
+def test_a_slow_mix_in_a_component_is_set_aside_not_a_blocking_instruction_dropped(slow_pairs):
+    from pmsolve.infer.explain.structure import random_mixes
+
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    truth = PortMapping([str(p) for p in range(6)], {
+        "alu": [(s(0, 1, 2, 3), 1)], "pair01": [(s(0, 1), 1)], "mul": [(s(0), 1)], "vec": [(s(4, 5), 1)]})
+    comp = ["alu", "mul", "pair01"]
+    slow = random_mixes(comp, {"alu": 4, "mul": 1, "pair01": 2}, 6, seed=len(comp))[:1]   # the first mix CEGIS sees
+    res = infer(_SlowMixes(truth, slow, r_max=6), ExplainOptions(epsilon=0.03, r_max=6, slow_pairs=slow_pairs))
+    suite = {b for b, _ in res.summary["blocking"]["suite"]}
+    aside = [Experiment(a["experiment"]) for a in res.summary["blocking"]["slow_schedules"]]
+    if slow_pairs:
+        assert suite == set(truth.instructions) and aside == slow and not agreement(truth, res.mapping).different
+    else:
+        assert suite != set(truth.instructions) and aside == []
+
+
 def test_slow_schedules_are_never_faster_than_the_bound_and_respect_the_budget():
     """A pair faster than every overlap allows is no slow schedule; a candidate slow with more
     partners than its budget is an impostor, and its partners keep their budget."""

@@ -111,7 +111,8 @@ def _doc() -> dict:
                          "uops": [{"ports": ["2"], "count": 1, "witnesses": []}]}],
             "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": []}]},
             "singles": {"y": 1.0}, "singles_reference": {"source": "a table", "values": {"y": 1.0}},
-            "seconds": {"total": 12.0}, "notes": ["n<1>"]}
+            "seconds": {"total": 12.0}, "notes": ["n<1>"],
+            "slow_schedules": [{"experiment": {"imul<r>": 1, "mov": 4}, "measured": 1.625, "bound": 1.25}]}
 
 
 def test_report_page_is_escaped_and_complete():
@@ -120,7 +121,8 @@ def test_report_page_is_escaped_and_complete():
     assert "Zen 4 <b>" not in page and "Zen 4 &lt;b&gt;" in page and "slower <i>" not in page
     dom = _Dom()
     dom.feed(page)
-    assert dom.rows.get("scheme") == 2 and dom.scripts == 0 and dom.details >= 2   # witnesses + misfits
+    assert dom.rows.get("scheme") == 2 and dom.scripts == 0 and dom.details >= 3   # witnesses, misfits, slow
+    assert "imul&lt;r&gt;:1" in page and "1.625" in page and "id='slow-schedules'" in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")

@@ -160,6 +160,8 @@ class HostReport:
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
                 "schemes": schemes, "misfits": misfits, "singles": self.singles,
+                "slow_schedules": (self.result.summary["blocking"].get("slow_schedules", [])
+                                   if self.result is not None else []),
                 "singles_reference": ({"source": ref.source, "values": {s: v for s, v in ref.values.items()
                                                                          if s in self.singles}} if ref else None),
                 "held_out": [{"experiment": dict(e.items()), "measured": m,
@@ -410,6 +412,11 @@ def render(report: HostReport) -> str:
              f"on {doc['ports']} ports (front end {doc['r_max']} instructions/cycle), "
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
+    if doc["slow_schedules"]:
+        lines.append(f"{len(doc['slow_schedules'])} experiment(s) of blocking instructions ran slower than their port "
+                     "bound (slow schedules, outside the model; set aside): " + "; ".join(
+                         f"{Experiment(a['experiment'])} = {a['measured']:.3f} (bound {a['bound']:.3f})"
+                         for a in doc["slow_schedules"][:3]))
     lines += ["", f"held-out: {acc['held_out']} measured 4-5-instruction experiments, {acc['common']} covered by "
                   "every predictor",
               f"  {'':<28} {'all cover':>24}  {'':>9} {'its own coverage':>33}  {'head to head with pmsolve':>27}",

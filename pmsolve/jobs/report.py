@@ -10,7 +10,8 @@ scripts, every text escaped:
   it, one column per port;
 * one row per scheme: measured tp⁻¹, port usage, µop count, confidence, and its witnesses
   (expandable);
-* the misfits by category, each with its experiments.
+* the misfits by category, each with its experiments, and the experiments set aside as slow
+  schedules (slower than the port bound of the mapping that explains everything else).
 """
 
 from __future__ import annotations
@@ -160,6 +161,14 @@ def render_html(doc: dict[str, Any]) -> str:
                              for x in m.get("experiments", [])[:6])
             out.append(f"<li class='misfit'><code>{_e(m['scheme'])}</code>: {_e(m['reason'])}"
                        + (f"<br><span class='muted'>{exps}</span>" if exps else "") + "</li>")
+        out.append("</ul></details>")
+    slow = doc.get("slow_schedules", [])
+    if slow:
+        out.append(f"<details class='misfit-category' id='slow-schedules'><summary>slow schedules: {len(slow)} "
+                   "experiment(s) of blocking instructions ran slower than the port bound of the mapping that "
+                   "explains all their other experiments (set aside, outside the model)</summary><ul>")
+        out += [f"<li class='slow'><code>{_e(_exp(a['experiment']))}</code> = {_num(a['measured'])}, port bound "
+                f"{_num(a['bound'])}</li>" for a in slow]
         out.append("</ul></details>")
     ref = doc.get("singles_reference")
     if ref:

@@ -154,8 +154,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         say("warning: " + warnings[-1])
     slow = blk.get("slow_schedules", [])
     if slow:
-        warnings.append(f"{len(slow)} pair experiment(s) of blocking candidates ran slower than the port bound of "
-                        "every other fit of the pair (slow schedules, outside the model; set aside): " +
+        warnings.append(f"{len(slow)} experiment(s) of blocking candidates (pairs or mixes) ran slower than the port "
+                        "bound of the fit of everything else (slow schedules, outside the model; set aside): " +
                         "; ".join(f"{Experiment(a['experiment'])} = {a['measured']:.4g} (bound {a['bound']:.4g})"
                                   for a in slow[:3]) + ("; …" if len(slow) > 3 else ""))
         say("warning: " + warnings[-1])

@@ -50,6 +50,7 @@ from pmsolve.infer.cegis import CegisOptions, infer
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import batch_inverse_throughput
 
 Progress = Callable[[str], None]
 
@@ -314,7 +315,7 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
         got = _structure(oracle, active, mult, dropped, size, class_size,
                          {e: t for e, t in values.items() if e not in slow}, r_max, o, progress,
                          t0 + o.structure_seconds if o.structure_seconds is not None else None)
-        got["slow_schedules"] = aside
+        got["slow_schedules"] = aside + got["slow_schedules"]
         if not stand_in(got.get("redundant", [])):
             break
     got["seconds"] = time.perf_counter() - t0
@@ -335,6 +336,7 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
     ports: list[str] = []
     summary: list[dict[str, Any]] = []
     measurements: list[list] = []
+    slow: list[dict[str, Any]] = []
     added = 0
     while work:
         comp = work.pop(0)
@@ -347,7 +349,9 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
             parts = components(rest, {x for x in interacting if x <= set(rest)})
             work = parts + work
             continue
-        summary.append({k: v for k, v in got.items() if k not in ("mapping", "measurements", "dropped")})
+        summary.append({k: v for k, v in got.items() if k not in ("mapping", "measurements", "dropped",
+                                                                  "slow_schedules")})
+        slow += got["slow_schedules"]
         measurements += got["measurements"]
         added += got["added_experiments"]
         m: PortMapping = got["mapping"]
@@ -367,12 +371,12 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
     if not mapping:
         return {"status": "none", "mapping": None, "proof": "no blocking instruction survived", "dropped": dropped,
                 "components": summary, "measurements": measurements, "added_experiments": added,
-                "equivalent": []}
+                "equivalent": [], "slow_schedules": slow}
     result = PortMapping(ports, mapping)
     proofs = "; ".join(f"component {s['component']}: {s['proof']}" for s in summary if s.get("proof"))
     return {"status": "inferred", "mapping": mapping_to_json(result), "proof": proofs, "equivalent": [],
             "measurements": measurements, "added_experiments": added, "dropped": dropped, "components": summary,
-            "redundant": redundant,
+            "redundant": redundant, "slow_schedules": slow,
             "ports": len(ports), "multiplicities": {i: len(us) for i, us in mapping.items() if len(us) > 1 or
                                                    us[0][1] > 1}}
 
@@ -385,9 +389,14 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
     instruction to drop (step 5) under ``dropped``. Past the ``deadline`` (``structure_seconds``)
     no multiplicity is tried: the suspect is dropped at once."""
     mixes = random_mixes(comp, size, min(12, 2 * len(comp)), seed=len(comp))
-    oracle.measure(mixes)
+    mixed = dict(zip(mixes, oracle.measure(mixes)))
     extra = [e for e in pair_values if set(e) <= set(comp)] + mixes
     res, core, runs = _port_search(oracle, cid, comp, size, mult, extra, interacting, r_max, o, progress)
+    aside: list[dict[str, Any]] = []
+    if res is None and core is not None and o.slow_pairs:
+        res, aside, n = _without_slow_mixes(oracle, cid, comp, size, mult, extra, mixed, core, interacting,
+                                            r_max, o, progress)
+        runs += n
     if res is None:
         # blame order: a multiplicity is itself a hypothesis, then small classes, then memory forms
         blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
@@ -418,8 +427,45 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
                                                 for e, t in (core.experiments if core else ())]}}
     return {"component": cid, "instructions": comp, "ports": len(res.mapping.ports), "proof": res.proof,
             "multiplicities": dict(mult), "cegis_runs": runs, "dropped": None, "mapping": res.mapping,
+            "slow_schedules": aside,
             "measurements": [[dict(e.items()), float(t)] for e, t in res.measurements],
             "added_experiments": len(res.added_experiments)}
+
+
+def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, int], mult: dict[str, int],
+                        extra: list[Experiment], mixed: dict[Experiment, float], core: Any,
+                        interacting: set[frozenset[str]], r_max: float | None, o: ExplainOptions,
+                        progress: Progress) -> tuple[Any, list[dict[str, Any]], int]:
+    """Step 5 for a component: the random mixes in the unsat core are left out and the ports
+    searched again, core after core, at most ``o.slow_pairs`` mixes in all; the mapping found
+    stands only if it reproduces each mix left out or predicts it faster than measured (a slow
+    schedule, set aside; never a mix faster than its bound). (result, set-aside experiments, CEGIS runs); (None, [], runs) when that does
+    not work out."""
+    out: list[Experiment] = []
+    runs = 0
+    res = None
+    while res is None:
+        more = [e for e, _ in core.experiments if e in mixed and e not in out] if core is not None else []
+        if not more or len(out) + len(more) > o.slow_pairs:
+            return None, [], runs
+        out += more
+        res, core, n = _port_search(oracle, cid, comp, size, mult, [e for e in extra if e not in set(out)],
+                                    interacting, r_max, o, progress)
+        runs += n
+    bounds = batch_inverse_throughput([(res.mapping, e) for e in out], r_max)
+    aside = []
+    for e, bound in zip(out, bounds):
+        t, tol = mixed[e], max(o.cegis_epsilon * e.size, o.tolerance * mixed[e])
+        if t < float(bound) - tol:     # faster than the ports allow: the mapping is wrong
+            return None, [], runs
+        if t > float(bound) + tol:     # slower: a slow schedule (a mix it reproduces stays as it is)
+            aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
+                          "component": sorted(comp)})
+    for a in aside:
+        progress(f"  component {cid}: {Experiment(a['experiment'])} = {a['measured']:.4g} is slower than the "
+                 f"port bound {a['bound']:.4g} of the mapping that explains everything else: set aside as a "
+                 "slow schedule")
+    return res, aside, runs
 
 
 def _cegis_options(ports: list[str], comp: list[str], size: dict[str, int], mult: dict[str, int],
