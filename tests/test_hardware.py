@@ -15,7 +15,8 @@ import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
-from pmsolve.harness.hardware import REFERENCES, HardwareOracle, HarnessSettings, available, relative_spread
+from pmsolve.harness.hardware import (REFERENCES, HardwareOracle, HarnessSettings, available, lower_baseline,
+                                      relative_spread)
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -198,3 +199,12 @@ def test_peak_ipc_is_confirmed_in_other_layouts():
     assert peak.ipc == pytest.approx(4.0)
     with pytest.raises(ValidationError, match="confirm"):
         detect_peak_ipc(glitchy, confirm=0)
+
+
+def test_a_baseline_taken_in_a_burst_is_lowered_by_undisturbed_references_not_by_one_glitch():
+    burst = {"alu": 0.364, "load": 0.333}
+    lower_baseline(burst, [{"alu": 0.2513, "load": 0.333}, {"alu": 0.2511, "load": 0.340}], 0.02)
+    assert burst == {"alu": 0.2513, "load": 0.333}            # both samples below: the burst is over
+    glitch = {"alu": 0.2512, "load": 0.333}
+    lower_baseline(glitch, [{"alu": 0.2246, "load": 0.333}, {"alu": 0.2513, "load": 0.333}], 0.02)
+    assert glitch == {"alu": 0.2512, "load": 0.333}           # one fast sample: a calibration glitch

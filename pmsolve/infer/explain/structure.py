@@ -77,21 +77,23 @@ def interacts(e: Experiment, t: float, size: dict[str, int], r_max: float | None
     return t > d + max(o.epsilon * e.size, o.tolerance * d)
 
 
+def pair_bound(e: Experiment, i: str, j: str, width: dict[str, int], mult: dict[str, int], union: int,
+               r_max: float | None) -> float:
+    """tp⁻¹ of a pair experiment e when i and j are each ``mult`` µops on one set of ``width``
+    ports and the two sets span ``union`` ports (two sets: the bottleneck is one of them or both)."""
+    c = dict(e.items())
+    a, b = c.get(i, 0) * mult.get(i, 1), c.get(j, 0) * mult.get(j, 1)
+    return max(a / width[i], b / width[j], (a + b) / union, e.size / r_max if r_max else 0.0)
+
+
 def pair_consistent(i: str, j: str, exps: list[tuple[Experiment, float]], width: dict[str, int],
                     mult: dict[str, int], r_max: float | None, o: ExplainOptions) -> bool:
     """Can i and j, each ``mult`` µops on one port set of ``width`` ports, explain their pair
-    experiments with *some* overlap of the two sets? (Two sets: the bottleneck is one of them or
-    their union, so this needs no solver.)"""
-    wi, wj, mi, mj = width[i], width[j], mult.get(i, 1), mult.get(j, 1)
-    for overlap in range(0, min(wi, wj) + 1):
-        union = wi + wj - overlap
-        for e, t in exps:
-            c = dict(e.items())
-            a, b = c.get(i, 0) * mi, c.get(j, 0) * mj
-            pred = max(a / wi, b / wj, (a + b) / union, e.size / r_max if r_max else 0.0)
-            if abs(t - pred) > max(o.cegis_epsilon * e.size, o.tolerance * t):
-                break
-        else:
+    experiments with *some* overlap of the two sets? (No solver needed: :func:`pair_bound`.)"""
+    for overlap in range(0, min(width[i], width[j]) + 1):
+        union = width[i] + width[j] - overlap
+        if all(abs(t - pair_bound(e, i, j, width, mult, union, r_max))
+               <= max(o.cegis_epsilon * e.size, o.tolerance * t) for e, t in exps):
             return True
     return False
 
@@ -101,14 +103,11 @@ def slow_schedules(i: str, j: str, exps: list[tuple[Experiment, float]], width: 
     """The pair experiments to set aside as slow schedules, as (experiment, measured, bound), when
     some overlap of the two sets (the largest first) reproduces at least one of them and no
     measurement is faster than its bound; [] when there is no such overlap."""
-    wi, wj, mi, mj = width[i], width[j], mult.get(i, 1), mult.get(j, 1)
-    for overlap in range(min(wi, wj), -1, -1):
-        union = wi + wj - overlap
+    for overlap in range(min(width[i], width[j]), -1, -1):
+        union = width[i] + width[j] - overlap
         fit, slow = 0, []
         for e, t in exps:
-            c = dict(e.items())
-            a, b = c.get(i, 0) * mi, c.get(j, 0) * mj
-            pred = max(a / wi, b / wj, (a + b) / union, e.size / r_max if r_max else 0.0)
+            pred = pair_bound(e, i, j, width, mult, union, r_max)
             tol = max(o.cegis_epsilon * e.size, o.tolerance * t)
             if t < pred - tol:
                 break
@@ -183,8 +182,8 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
             if not slow:
                 continue
             for e, t, bound in slow:
-                progress(f"  {e} = {t:.4g} is slower than the port bound {bound:.4g} of every other fit of "
-                         f"{i} and {j}: set aside as a slow schedule")
+                progress(f"  {e} = {t:.4g} is slower than the port bound {bound:.4g} of the overlap of {i} "
+                         f"and {j} that fits their other pair experiments: set aside as a slow schedule")
                 aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
                               "pair": [i, j]})
             gone = {e for e, _, _ in slow}
