@@ -122,7 +122,7 @@ def test_report_page_is_escaped_and_complete():
     dom = _Dom()
     dom.feed(page)
     assert dom.rows.get("scheme") == 2 and dom.scripts == 0 and dom.details >= 3   # witnesses, misfits, slow
-    assert "imul&lt;r&gt;:1" in page and "1.625" in page and "id='slow-schedules'" in page
+    assert "imul&lt;r&gt;, mov×4" in page and "1.625" in page and "id='slow-schedules'" in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
