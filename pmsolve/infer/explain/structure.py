@@ -28,7 +28,9 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    experiments are reported as outside the model, never fed to CEGIS; a hardware never beats its
    port bound, so a pair *faster* than every overlap is no slow schedule. At most
    ``slow_pairs`` such pairs per candidate: a candidate slow with many partners is a wrong
-   hypothesis, not a bad day of the scheduler;
+   hypothesis, not a bad day of the scheduler. Likewise a component whose unsat core rests on
+   its random mixes is solved without them (at most ``slow_pairs`` mixes), and the mixes the
+   mapping found predicts faster than measured are set aside;
 6. **drops** — a suspect no multiplicity rescues is dropped from the blocking instructions with
    the core that contradicts it (its class members are characterised like any other scheme);
    the rest go on. Never does a failing class stop the others.
@@ -438,8 +440,8 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
     """Step 5 for a component: the random mixes in the unsat core are left out and the ports
     searched again, core after core, at most ``o.slow_pairs`` mixes in all; the mapping found
     stands only if it reproduces each mix left out or predicts it faster than measured (a slow
-    schedule, set aside; never a mix faster than its bound). (result, set-aside experiments, CEGIS runs); (None, [], runs) when that does
-    not work out."""
+    schedule, set aside; never a mix faster than its bound). Returns (CEGIS result, set-aside
+    experiments, CEGIS runs), or (None, [], runs) when that does not work out."""
     out: list[Experiment] = []
     runs = 0
     res = None
