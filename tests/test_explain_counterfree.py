@@ -312,10 +312,12 @@ def test_a_faster_layout_counts_only_beyond_the_noise_margin():
             return [self.v[e.size] for e in es]
 
     e = Experiment({"a": 1, "b": 1})
-    assert FastestLayout(ByCopies({2: 0.66, 4: 1.09}), 2).measure([e]) == [pytest.approx(0.545)]  # a slow schedule
+    slow_first = ByCopies({2: 0.66, 4: 1.09, 6: 1.635})
+    assert FastestLayout(slow_first, 2).measure([e]) == [pytest.approx(0.545)]                    # a slow schedule
     assert FastestLayout(ByCopies({2: 1.0, 4: 1.946}), 2).measure([e]) == [1.0]                   # noise
-    assert FastestLayout(ByCopies({2: float("nan"), 4: 1.0}), 2).measure([e]) == [0.5]           # a failed layout
-    assert FastestLayout(ByCopies({2: 0.66, 4: 1.09}), 1).measure([e]) == [0.66]
+    assert FastestLayout(ByCopies({2: float("nan"), 4: 1.0, 6: 1.5}), 2).measure([e]) == [0.5]   # a failed layout
+    assert FastestLayout(ByCopies({2: 0.5, 4: 0.8, 6: 1.5}), 2).measure([e]) == [0.5]            # a too-fast glitch
+    assert FastestLayout(slow_first, 1).measure([e]) == [0.66]
 
 
 @pytest.mark.parametrize("seconds", [None, 0.0])
