@@ -64,7 +64,7 @@ class FastestLayout(OracleWrapper):
         faster = [j for j, (first, *rest) in enumerate(per_copy)
                   if any(v == v and not v >= first * (1 - self.margin) for v in rest)]
         extra = self.layouts + 1
-        for j, v in zip(faster, self.inner.measure([scaled(es[j], extra) for j in faster])):
+        for j, v in zip(faster, self.inner.measure([scaled(es[j], extra) for j in faster]) if faster else []):
             per_copy[j].append(v / extra)
         faster_set = set(faster)
         return [statistics.median(x for x in vs if x == x) if j in faster_set else vs[0]
