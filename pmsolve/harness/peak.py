@@ -65,12 +65,12 @@ def detect_peak_ipc(oracle, singles: Mapping[str, float] | None = None, candidat
                 trials.append(Experiment(trial))
             vals = oracle.measure(trials)
             count += len(trials)
-            gains = [(t.size / v, t) for t, v in zip(trials, vals) if v > 0]
-            top_ipc, top = max(gains, key=lambda g: g[0])
+            gains = [(t.size / v, t, v) for t, v in zip(trials, vals) if v > 0]
+            top_ipc, top, top_tp = max(gains, key=lambda g: g[0])
             if top_ipc <= ipc * (1 + min_gain):
                 break
             ipc, current = top_ipc, dict(top.items())
-            accepted[top] = top.size / top_ipc
+            accepted[top] = top_tp
     probes = list(accepted)
     again = [scaled(e, k) for k in range(2, confirm + 1) for e in probes]
     values = oracle.measure(again) if again else []

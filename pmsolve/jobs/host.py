@@ -39,6 +39,7 @@ from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
+from pmsolve.infer.explain.structure import slow_summary
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
@@ -414,9 +415,7 @@ def render(report: HostReport) -> str:
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
     if doc["slow_schedules"]:
         lines.append(f"{len(doc['slow_schedules'])} experiment(s) of blocking instructions ran slower than their port "
-                     "bound (slow schedules, outside the model; set aside): " + "; ".join(
-                         f"{Experiment(a['experiment'])} = {a['measured']:.3f} (bound {a['bound']:.3f})"
-                         for a in doc["slow_schedules"][:3]))
+                     "bound (slow schedules, outside the model; set aside): " + slow_summary(doc["slow_schedules"]))
     lines += ["", f"held-out: {acc['held_out']} measured 4-5-instruction experiments, {acc['common']} covered by "
                   "every predictor",
               f"  {'':<28} {'all cover':>24}  {'':>9} {'its own coverage':>33}  {'head to head with pmsolve':>27}",

@@ -33,7 +33,7 @@ from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
-from pmsolve.infer.explain.structure import infer_structure
+from pmsolve.infer.explain.structure import infer_structure, slow_summary
 from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
 from pmsolve.infer.progress import Progress, emitter
@@ -155,9 +155,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     slow = blk.get("slow_schedules", [])
     if slow:
         warnings.append(f"{len(slow)} experiment(s) of blocking candidates (pairs or mixes) ran slower than the port "
-                        "bound of the fit of everything else (slow schedules, outside the model; set aside): " +
-                        "; ".join(f"{Experiment(a['experiment'])} = {a['measured']:.4g} (bound {a['bound']:.4g})"
-                                  for a in slow[:3]) + ("; …" if len(slow) > 3 else ""))
+                        "bound of the fit of everything else (slow schedules, outside the model; set aside): "
+                        + slow_summary(slow))
         say("warning: " + warnings[-1])
     improper = [n for n, _ in o.improper if n in bmap.uops] + [i for i in blk.get("multiplicities", {})]
     suite = blockers(bmap, improper)

@@ -88,6 +88,18 @@ def pair_bound(e: Experiment, i: str, j: str, width: dict[str, int], mult: dict[
     return max(a / width[i], b / width[j], (a + b) / union, e.size / r_max if r_max else 0.0)
 
 
+def slack(e: Experiment, t: float, o: ExplainOptions) -> float:
+    """How far a measured ``t`` of ``e`` may be from a structure's prediction: ε per instruction
+    or ``tolerance`` relative to t, whichever is larger."""
+    return max(o.cegis_epsilon * e.size, o.tolerance * t)
+
+
+def slow_summary(slow: list[dict[str, Any]], shown: int = 3) -> str:
+    """The set-aside slow schedules in one line, the first ``shown`` with measurement and bound."""
+    return "; ".join(f"{Experiment(a['experiment'])} = {a['measured']:.4g} (bound {a['bound']:.4g})"
+                     for a in slow[:shown]) + ("; …" if len(slow) > shown else "")
+
+
 def pair_consistent(i: str, j: str, exps: list[tuple[Experiment, float]], width: dict[str, int],
                     mult: dict[str, int], r_max: float | None, o: ExplainOptions) -> bool:
     """Can i and j, each ``mult`` µops on one port set of ``width`` ports, explain their pair
@@ -95,7 +107,7 @@ def pair_consistent(i: str, j: str, exps: list[tuple[Experiment, float]], width:
     for overlap in range(0, min(width[i], width[j]) + 1):
         union = width[i] + width[j] - overlap
         if all(abs(t - pair_bound(e, i, j, width, mult, union, r_max))
-               <= max(o.cegis_epsilon * e.size, o.tolerance * t) for e, t in exps):
+               <= slack(e, t, o) for e, t in exps):
             return True
     return False
 
@@ -110,7 +122,7 @@ def slow_schedules(i: str, j: str, exps: list[tuple[Experiment, float]], width: 
         fit, slow = 0, []
         for e, t in exps:
             pred = pair_bound(e, i, j, width, mult, union, r_max)
-            tol = max(o.cegis_epsilon * e.size, o.tolerance * t)
+            tol = slack(e, t, o)
             if t < pred - tol:
                 break
             if t > pred + tol:
@@ -456,7 +468,8 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
     bounds = batch_inverse_throughput([(res.mapping, e) for e in out], r_max)
     aside = []
     for e, bound in zip(out, bounds):
-        t, tol = mixed[e], max(o.cegis_epsilon * e.size, o.tolerance * mixed[e])
+        t = mixed[e]
+        tol = slack(e, t, o)
         if t < float(bound) - tol:     # faster than the ports allow: the mapping is wrong
             return None, [], runs
         if t > float(bound) + tol:     # slower: a slow schedule (a mix it reproduces stays as it is)
