@@ -56,7 +56,7 @@ def _witness(w: dict[str, Any]) -> str:
     if w.get("modelled") is not None:
         text += f", modelled {_num(w['modelled'])}"
     if w.get("baseline"):
-        text += (f"; baseline <code>{_e(_exp(w['baseline']))}</code> measured {_num(w.get('measured_baseline'))}"
+        text += (f"; {'stand-in' if w['kind'] == 'stand-in' else 'baseline'} <code>{_e(_exp(w['baseline']))}</code> measured {_num(w.get('measured_baseline'))}"
                  f", modelled {_num(w.get('modelled_baseline'))}")
     if w.get("non_evading") is not None:
         text += f"; non-evading µops on [{_e(','.join(w.get('ports', [])))}] = {_num(w['non_evading'], 2)}"

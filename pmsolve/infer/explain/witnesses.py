@@ -35,7 +35,9 @@ class Witness:
     """One experiment behind a µop: ``experiment`` against ``baseline`` (None for singletons
     and CEGIS experiments), measured and modelled inverse throughputs (cycles per iteration)."""
 
-    kind: str  # "blocking" (non-evading µops), "singleton", "equivalence", "cegis", "check" (not used to derive)
+    # "blocking" (non-evading µops), "singleton", "equivalence", "cegis", "check" (not used to derive),
+    # "stand-in" (a check the model misses, measured like ``baseline``: the same µops as blocking instructions)
+    kind: str
     experiment: Experiment
     measured: float
     modelled: float | None = None
@@ -68,7 +70,7 @@ class Witness:
             return "-" if x is None else f"{x:.4g}"
         text = f"{self.experiment}: measured {num(self.measured)}, modelled {num(self.modelled)}"
         if self.baseline is not None:
-            text += (f"; baseline {self.baseline}: measured {num(self.measured_baseline)}, "
+            text += (f"; {'stand-in' if self.kind == 'stand-in' else 'baseline'} {self.baseline}: measured {num(self.measured_baseline)}, "
                      f"modelled {num(self.modelled_baseline)}")
         if self.non_evading is not None:
             text += f"; non-evading µops on [{','.join(self.ports)}] = {self.non_evading:.3g}"
