@@ -234,3 +234,17 @@ def test_partial_register_writes_are_read_written():
     assert len({i.values[0] for i in ins}) == 4
     report = dependency_report(allocate(body({CAT["sete_r8"]: 2, CAT["mov_r16_m16"]: 2, CAT["add_r64_r64"]: 1}, 10)))
     assert not any(report.values())
+
+
+def test_bit_tests_on_memory_take_the_small_offset_register():
+    """``bt m, r`` addresses bit r of a string starting at m: with a pool register (2^24 and more
+    in the frame) it reaches 2 MiB past the operand memory. Every such scheme reads r13 (3)."""
+    from pmsolve.harness.allocation import DIVISOR, DIVISOR_VALUE
+
+    bits = [s for s in OFFERED if s.mnemonic in ("bt", "bts", "btr", "btc")
+            and any(o.kind == "mem" for o in s.operands) and any(o.kind == "reg" for o in s.operands)]
+    assert len(bits) >= 12 and DIVISOR_VALUE < 8
+    for i in allocate(body({**{s: 1 for s in bits}, CAT["add_r64_r64"]: 2}, 3)):
+        if i.scheme in bits:
+            assert re.match(rf"bt[crs]?[wlq]? %{DIVISOR}[dw]?, \d+\(%r14\)$", i.text()), i.text()
+

@@ -10,7 +10,11 @@ least recently (line 13). Immediates are ``2^(W-8) + 42`` (line 9). Registers wi
 are never allocated: ``rsp`` (stack), ``r15`` (loop counter), ``r14`` (memory base: every memory
 operand is ``disp(%r14)`` with disjoint, 64-byte spaced displacements) and ``r13`` (a small
 positive divisor); hardwired registers of the block's schemes (``cl`` of shifts, ``rdx`` of mulx)
-are taken out of the pools as well, so nothing allocated ever writes them.
+are taken out of the pools as well, so nothing allocated ever writes them. The bit offset of
+``bt``/``bts``/``btr``/``btc`` with a memory operand is ``r13`` too: a register offset addresses a
+bit string that reaches far past the operand (the pools' start values, 2^24 and more, land 2 MiB
+beyond the frame's 64 KiB of memory, where the worker faults or silently flips bits of its own
+heap), while 3 stays inside the slot.
 
 AVX-512 (EVEX) operands. ``xmm``/``ymm``/``zmm`` names of one number share a representative
 (``vec3``). A block whose vector operands all belong to EVEX-encoded schemes draws from
@@ -113,6 +117,12 @@ def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     return tuple(f"{offset + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS))
 
 
+def bit_offset(s: Scheme, o: Operand) -> bool:
+    """Is ``o`` the register bit offset of a bit test on memory (``bt m32, r32`` …)?"""
+    return (s.mnemonic in ("bt", "bts", "btr", "btc") and o.kind == "reg" and o.cls == "gpr"
+            and any(x.kind == "mem" for x in s.operands))
+
+
 def reads(o: Operand) -> bool:
     """Does the operand read its location? Also when it only writes 8 or 16 bits of a
     general-purpose register: x86 keeps the upper bits, so the write merges with (depends on)
@@ -172,7 +182,7 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
     for s in set(schemes):
         per: Counter[tuple[str, str]] = Counter()
         for o in s.operands:
-            if o.fixed or o.kind in ("imm", "const"):
+            if o.fixed or o.kind in ("imm", "const") or bit_offset(s, o):
                 continue
             if o.kind == "mem" and not (o.read or o.write):
                 per[("mem", "R")] += 1   # an address only (lea): any never-written slot
@@ -220,6 +230,9 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[I
                 continue
             if o.fixed:
                 values.append(o.fixed)
+                continue
+            if bit_offset(s, o):
+                values.append(reg_name(DIVISOR, o))
                 continue
             role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o)
             cands = [c for c in part[(_pool_key(o), role)] if c not in taken]
