@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import combinations
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -488,54 +489,83 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     out.update(run_checks(checks, oracle))
     refine = {i: complement_candidates(i, found[i], suite, on_q, blocking, single[i]["tp"], r_max, o)
               for i in part if out[i].misfit is not None and found[i]}
-    exps = [e for cands in refine.values() for _, e in cands]
+    exps = [e for cands in refine.values() for _, es in cands for e in es]
     values.update(zip(exps, oracle.measure(exps)))
     for n in range(max((len(c) for c in refine.values()), default=0)):   # the n-th candidates of all, at once
         tried = {i: cands[n] for i, cands in refine.items() if len(cands) > n and out[i].misfit is not None}
         got = run_checks({i: _checking(i, f, state[i].ordered(sets), blocking, single[i], r_max, o,
-                                       [(h, values[h]) for h in held[i] + [e]], None, stand)
-                          for i, (f, e) in tried.items()}, oracle)
+                                       [(h, values[h]) for h in held[i] + es], None, stand)
+                          for i, (f, es) in tried.items()}, oracle)
         out.update({i: x for i, x in got.items() if x.misfit is None})
     return out
 
 
 def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite, on_q: dict,
                           blocking: PortMapping, tp: float, r_max: float | None,
-                          o: ExplainOptions) -> list[tuple[dict[frozenset[str], int], Experiment]]:
-    """Port usages that move µops of a blocked set Q to Q ∖ R, for a blocking set R ⊂ Q, where
-    the scheme alone is slower than its µops on Q explain; each with the experiment that decides it.
+                          o: ExplainOptions) -> list[tuple[dict[frozenset[str], int], list[Experiment]]]:
+    """Port usages that move µops of a blocked set Q to a set C ⊂ Q no blocking instruction
+    isolates, where the scheme alone is slower than its µops on Q explain; each with the
+    experiments that tell the candidates apart.
 
     The paper assumes a blocking instruction for every port set in use; real CPUs break it (on a
-    Zen 4 the shifts use two of the four ALUs, a pair no instruction blocks alone, next to the
-    pair the set instructions use). A µop that cannot evade Q lies inside Q; the singleton fixes
-    the size of its set; and ``{i ↦ |Q∖R|·p, B_R ↦ m·|R|}`` (B_R with p µops on R per copy, m
-    µops moved) runs at the time of either part alone only if its set misses R — any overlap
-    puts more µops on fewer ports. Inside Q, of that size and disjoint from R: only Q ∖ R. The
-    candidate is accepted only when it reproduces every experiment of the scheme, that one too."""
+    Zen 4 the shifts use two of the four ALUs, a pair no instruction blocks alone, and shuffles
+    three of the four vector pipes). A µop that cannot evade Q lies inside Q; it evades every
+    blocked R ⊂ Q whose probe found none, so C ⊄ R; and the singleton fixes how many ports its
+    µops need. Which such C it is shows with each blocking instruction B_R beside it:
+    ``{i ↦ a, B_R ↦ b}`` (each part alone ~2 cycles) runs at the time of either part only if C
+    misses R, and slower the more C and R share. Experiments are chosen until every two
+    candidates differ in one of them by more than the tolerance; candidates that none tells
+    apart (ports the blocking instructions cannot tell apart either) are all dropped, and a
+    candidate is accepted only when it reproduces every experiment of the scheme, these too."""
     sets = {q for _, q in suite}
     singleton = Experiment({i: 1})
 
-    def alone(f: dict[frozenset[str], int]) -> float:
-        return float(batch_inverse_throughput([(PortMapping(blocking.ports, {i: list(f.items())}), singleton)],
-                                              r_max)[0])
+    def times(f: dict[frozenset[str], int], es: list[Experiment]) -> list[float]:
+        m = PortMapping(blocking.ports, {**{b: blocking.uops[b] for b, _ in suite}, i: list(f.items())})
+        return [float(v) for v in batch_inverse_throughput([(m, e) for e in es], r_max)]
 
     slack = max(o.epsilon, o.tolerance * tp)
-    if tp <= alone(found) + slack:    # not slower than its µops explain
+    if tp <= times(found, [singleton])[0] + slack:    # not slower than its µops explain
         return []
-    out = []
+    cands: list[dict[frozenset[str], int]] = []
     for q, n in sorted(found.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0]))):
-        for b, r in suite:
-            c = q - r
-            if not r < q or c in sets:    # a blocking set of its own: its probe would have found them
-                continue
-            for m in range(1, n + 1):
-                f = {**found, q: n - m}
-                f[c] = f.get(c, 0) + m
-                f = {s: k for s, k in f.items() if k}
-                if abs(tp - alone(f)) <= slack:
-                    out.append((f, Experiment({i: len(c) * on_q[(b, r)], b: m * len(r)})))
-                    break
-    return out[:3]
+        inner = [r for r in sets if r < q]
+        for size in range(1, len(q)):
+            for c in map(frozenset, combinations(sort_ports(q), size)):
+                if c in sets or any(c <= r for r in inner):
+                    continue
+                for m in range(1, n + 1):
+                    f = {**found, q: n - m}
+                    f[c] = f.get(c, 0) + m
+                    f = {x: k for x, k in f.items() if k}
+                    if abs(tp - times(f, [singleton])[0]) <= slack:
+                        cands.append(f)
+                        break
+    if not cands:
+        return []
+    alone = dict(zip((b for b, _ in suite), times(found, [Experiment({b: 1}) for b, _ in suite])))
+    split = {q for f in cands for q in found if f.get(q, 0) < found[q]}
+    pool = [Experiment({i: max(1, round(2 / tp)), b: max(1, round(2 / alone[b]))})
+            for b, r in suite if any(r & q and not q <= r for q in split)]
+    pred = [times(f, pool) for f in cands]
+
+    def apart(a: int, b: int, k: int) -> bool:
+        return abs(pred[a][k] - pred[b][k]) > 2 * max(o.epsilon * pool[k].size, o.tolerance * pred[a][k])
+
+    pairs = {(a, b) for a in range(len(cands)) for b in range(a + 1, len(cands))}
+    unresolved = {p for p in pairs if not any(apart(*p, k) for k in range(len(pool)))}
+    pairs -= unresolved
+    chosen: list[int] = []
+    while pairs:    # greedy: the experiment that tells the most remaining pairs apart
+        k = max(range(len(pool)), key=lambda k: (sum(apart(a, b, k) for a, b in pairs), -k))
+        chosen.append(k)
+        pairs = {(a, b) for a, b in pairs if not apart(a, b, k)}
+    if not chosen:    # one candidate: the experiment of the blocking instruction it overlaps most
+        chosen = [max(range(len(pool)), key=lambda k: (abs(pred[0][k] - times(found, [pool[k]])[0]), -k))] \
+            if pool else []
+    ambiguous = {x for p in unresolved for x in p}
+    exps = [pool[k] for k in sorted(chosen)]
+    return [(f, exps) for a, f in enumerate(cands) if a not in ambiguous][:4]
 
 
 def _fit_rates(probes: list[Probe], extra: dict[Experiment, float] | None = None) -> None:
