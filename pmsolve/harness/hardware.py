@@ -71,7 +71,7 @@ class HarnessSettings:
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 2             # 2: four reference kernels
     timing_version: int = 2            # 2: a sample is min T(2n) − min T(n) over interleaved runs
-    allocation_version: int = 3        # 2: 8/16-bit register writes are read-written (they merge); 3: bt* m, r offset r13
+    allocation_version: int = 3        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13
 
     def key(self) -> dict:
         d = asdict(self)

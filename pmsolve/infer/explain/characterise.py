@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 import random
-from itertools import combinations
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -487,7 +487,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
             continue
         checks[i] = _checking(i, f, ps, blocking, single[i], r_max, o, [(e, values[e]) for e in held[i]], None, stand)
     out.update(run_checks(checks, oracle))
-    refine = {i: complement_candidates(i, found[i], suite, on_q, blocking, single[i]["tp"], r_max, o)
+    refine = {i: complement_candidates(i, found[i], suite, blocking, single[i]["tp"], r_max, o)
               for i in part if out[i].misfit is not None and found[i]}
     exps = [e for cands in refine.values() for _, es in cands for e in es]
     values.update(zip(exps, oracle.measure(exps)))
@@ -500,7 +500,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     return out
 
 
-def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite, on_q: dict,
+def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite,
                           blocking: PortMapping, tp: float, r_max: float | None,
                           o: ExplainOptions) -> list[tuple[dict[frozenset[str], int], list[Experiment]]]:
     """Port usages that move µops of a blocked set Q to a set C ⊂ Q no blocking instruction
