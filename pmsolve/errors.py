@@ -30,4 +30,9 @@ class OutputError(PmsolveError):
 
 
 class MeasurementError(PmsolveError, RuntimeError):
-    """An experiment could not be measured (assembler rejection, fault, worker failure)."""
+    """An experiment could not be measured (assembler rejection, fault, worker failure);
+    ``experiments`` are the ones that failed, where known."""
+
+    def __init__(self, message: str, experiments: tuple = ()):
+        super().__init__(message)
+        self.experiments = tuple(experiments)

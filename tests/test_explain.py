@@ -113,7 +113,8 @@ def test_misfit_categories_with_reasons():
     truth = synthetic()
     ag = agreement(truth, res.mapping, list(truth.instructions))
     assert not ag.different and not ag.missing
-    assert res.category_counts() == {"micro-coded": 1, "outside the model": 2, "unstable": 1, "unsatisfiable": 2}
+    assert res.category_counts() == {"micro-coded": 1, "outside the model": 2, "unstable": 1, "unsatisfiable": 2,
+                                     "unmeasurable": 0}
 
 
 def test_majority_vote():

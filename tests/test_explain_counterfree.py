@@ -439,3 +439,24 @@ def test_a_three_port_set_no_instruction_blocks_is_told_apart_from_its_neighbour
         (ag.different, {i: res.misfits[i].reason for i in schemes if i in res.misfits})
     x = res.explanations["shuf123"]
     assert [w.kind for w in x.witnesses["1,2,3"]][0] == "singleton" and any(w.kind == "check" for w in x.others)
+
+
+class _FaultingKernels(SimulatedOracle):
+    """A harness whose worker faults on every mix with ``bad`` (a kernel that reaches outside
+    its memory): only the scheme alone runs."""
+
+    def measure(self, experiments):
+        from pmsolve.errors import MeasurementError
+
+        if any("bad" in dict(e.items()) and e.size > 1 for e in experiments):
+            raise MeasurementError("the kernel crashed the worker with SIGSEGV")
+        return super().measure(experiments)
+
+
+def test_a_scheme_whose_kernels_fault_is_an_unmeasurable_misfit_and_the_run_goes_on():
+    truth = synthetic(0)
+    truth = PortMapping(truth.ports, {**truth.uops, "bad": [(("3", "4"), 3)]})
+    res = infer(_FaultingKernels(truth, r_max=4), ExplainOptions(not_blocking=("bad",)))
+    assert res.misfits["bad"].category == "unmeasurable" and "SIGSEGV" in res.misfits["bad"].reason
+    ag = agreement(truth, res.mapping)
+    assert not ag.different and ag.missing == ("bad",)

@@ -200,7 +200,8 @@ class CachingOracle(OracleWrapper):
 
             kept = f" (kept in {self.store.where()}; retry_errors measures them again)" if self.store else ""
             shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])
-            raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown}{kept}")
+            raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown}{kept}",
+                                   tuple(r.experiment for r in bad))
         return [rows[e].cycles if rows[e].ok else math.nan for e in experiments]  # type: ignore[misc]
 
     def uop_counts(self, experiments: Sequence[Experiment]) -> list[float]:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from pmsolve.errors import MeasurementError
 from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
@@ -169,15 +170,16 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
     counted = all(single[i].get("uops") is not None for i in insns)
     plans = plan(insns, suite, single, o, run) if counted else {}
     out: dict[str, Explanation] = {}
+
+    def with_counter(part: list[str]) -> dict[str, Explanation]:
+        exps = [e for i in part for b, _, k in plans[i] for e in (Experiment({b: k, i: 1}), Experiment({b: k}))]
+        oracle.measure(exps)  # one batch; the values are read back from the cache below
+        return {i: _counted(oracle, i, plans[i], blocking, single[i], r_max, o) for i in part}
+
     for lo in range(0, len(insns), chunk):
         part = insns[lo:lo + chunk]
-        if counted:
-            exps = [e for i in part for b, _, k in plans[i] for e in (Experiment({b: k, i: 1}), Experiment({b: k}))]
-            oracle.measure(exps)  # one batch; the values are read back from the cache below
-            for i in part:
-                out[i] = _counted(oracle, i, plans[i], blocking, single[i], r_max, o)
-        else:
-            out.update(_uncounted(oracle, part, blocking, suite, single, r_max, o, run))
+        out.update(measurable(part, with_counter if counted else
+                              lambda p: _uncounted(oracle, p, blocking, suite, single, r_max, o, run)))
         if on_chunk:
             on_chunk()
         progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised")
@@ -191,10 +193,31 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         progress(f"  run {run + 1}: {len(again)} scheme(s) again with the derived blocking instruction(s) "
                  + ", ".join(f"{b} [{','.join(sort_ports(q))}]" for b, q in derived))
         for lo in range(0, len(again), chunk):
-            out.update(_uncounted(oracle, again[lo:lo + chunk], extended, more, single, r_max, o, run))
+            out.update(measurable(again[lo:lo + chunk],
+                                  lambda p: _uncounted(oracle, p, extended, more, single, r_max, o, run)))
             if on_chunk:
                 on_chunk()
             progress(f"  run {run + 1}: {min(lo + chunk, len(again))}/{len(again)} schemes characterised again")
+    return out
+
+
+def measurable(part: list[str], work: Callable[[list[str]], dict[str, Explanation]]) -> dict[str, Explanation]:
+    """``work(part)``; a scheme in an experiment the harness cannot run (it faulted the worker)
+    becomes an "unmeasurable" misfit, and the chunk runs again without it (what was measured
+    comes from the cache), so one bad kernel does not stop a run of hours, nor its resumption."""
+    out: dict[str, Explanation] = {}
+    while part:
+        try:
+            return {**out, **work(part)}
+        except MeasurementError as err:
+            bad = {i: [e for e in err.experiments if i in dict(e.items())] for i in part}
+            bad = {i: es for i, es in bad.items() if es}
+            if not bad:
+                raise
+            for i, es in bad.items():
+                out[i] = Explanation(misfit=Misfit("unmeasurable", f"{len(es)} experiment(s) with it could not be "
+                                                   f"run: {'; '.join(map(str, es[:3]))} ({str(err)[:200]})"))
+            part = [i for i in part if i not in bad]
     return out
 
 

@@ -23,6 +23,8 @@ CATEGORIES = {
                          "that no blocking instruction isolates)",
     "unstable": "repeated runs disagree and no majority exists",
     "unsatisfiable": "no port mapping of the model explains these experiments together",
+    "unmeasurable": "an experiment with it could not be run (the harness's worker faulted, the assembler "
+                    "refused it)",
 }
 
 
