@@ -460,3 +460,34 @@ def test_a_scheme_whose_kernels_fault_is_an_unmeasurable_misfit_and_the_run_goes
     assert res.misfits["bad"].category == "unmeasurable" and "SIGSEGV" in res.misfits["bad"].reason
     ag = agreement(truth, res.mapping)
     assert not ag.different and ag.missing == ("bad",)
+
+
+class _SlowRatio(SimulatedOracle):
+    """Slow schedules at a ratio (as on the Zen 4): 25 % slower whenever the µops on [0,2] are at
+    least twice those on [0,1]; random mixes of a component hit it now and then."""
+
+    def measure(self, experiments):
+        s = frozenset
+        out = []
+        for e, t in zip(experiments, super().measure(experiments)):
+            m = self.mapping.uop_masses(e)
+            a, b = m.get(s({"0", "1"}), 0), m.get(s({"0", "2"}), 0)
+            out.append(t * 1.25 if a > 0 and b >= 2 * a else t)
+        return out
+
+
+@pytest.mark.parametrize("budget", [1, 2])
+def test_the_slow_mix_budget_counts_the_mixes_set_aside_not_those_left_out_on_the_way(budget):
+    """Unsat cores name several random mixes at once, most of which the mapping found reproduces;
+    only the two it predicts faster than measured spend the budget: two fit into 2, not into 1."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    truth = PortMapping([str(p) for p in range(6)], {
+        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "vadd": [(s(0, 1, 2, 3), 1)], "ld": [(s(3, 4), 1)],
+        "st": [(s(5), 1)], "ldst": [(s(4, 5), 1)]})
+    res = infer(_SlowRatio(truth, r_max=6), ExplainOptions(epsilon=0.03, r_max=6, slow_pairs=budget))
+    kept = {b for b, _ in res.summary["blocking"]["suite"]}
+    if budget == 2:
+        assert kept == set(truth.instructions) and len(res.summary["blocking"]["slow_schedules"]) == 2
+        assert not agreement(truth, res.mapping).different
+    else:
+        assert kept != set(truth.instructions) and res.summary["blocking"]["slow_schedules"] == []

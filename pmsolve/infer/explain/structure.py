@@ -29,8 +29,8 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    port bound, so a pair *faster* than every overlap is no slow schedule. At most
    ``slow_pairs`` such pairs per candidate: a candidate slow with many partners is a wrong
    hypothesis, not a bad day of the scheduler. Likewise a component whose unsat core rests on
-   its random mixes is solved without them (at most ``slow_pairs`` mixes), and the mixes the
-   mapping found predicts faster than measured are set aside;
+   its random mixes is solved without them, and the mixes the mapping found predicts faster
+   than measured (at most ``slow_pairs``) are set aside;
 6. **drops** — a suspect no multiplicity rescues is dropped from the blocking instructions with
    the core that contradicts it (its class members are characterised like any other scheme);
    the rest go on. Never does a failing class stop the others.
@@ -450,16 +450,18 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
                         interacting: set[frozenset[str]], r_max: float | None, o: ExplainOptions,
                         progress: Progress) -> tuple[Any, list[dict[str, Any]], int]:
     """Step 5 for a component: the random mixes in the unsat core are left out and the ports
-    searched again, core after core, at most ``o.slow_pairs`` mixes in all; the mapping found
-    stands only if it reproduces each mix left out or predicts it faster than measured (a slow
-    schedule, set aside; never a mix faster than its bound). Returns (CEGIS result, set-aside
-    experiments, CEGIS runs), or (None, [], runs) when that does not work out."""
+    searched again, core after core (at most half the mixes); the mapping found stands only if
+    it reproduces each mix left out or predicts it faster than measured (a slow schedule, set
+    aside; never a mix faster than its bound), and sets aside at most ``o.slow_pairs``. A core
+    names the mixes of one contradiction, not which of them is slow: the budget counts those
+    the mapping found does not reproduce, not every mix left out on the way. Returns (CEGIS
+    result, set-aside experiments, CEGIS runs), or (None, [], runs) when that does not work out."""
     out: list[Experiment] = []
     runs = 0
     res = None
     while res is None:
         more = [e for e, _ in core.experiments if e in mixed and e not in out] if core is not None else []
-        if not more or len(out) + len(more) > o.slow_pairs:
+        if not more or len(out) + len(more) > max(o.slow_pairs, len(mixed) // 2):
             return None, [], runs
         out += more
         res, core, n = _port_search(oracle, cid, comp, size, mult, [e for e in extra if e not in set(out)],
@@ -475,6 +477,8 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
         if t > float(bound) + tol:     # slower: a slow schedule (a mix it reproduces stays as it is)
             aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
                           "component": sorted(comp)})
+    if len(aside) > o.slow_pairs:
+        return None, [], runs
     for a in aside:
         progress(f"  component {cid}: {Experiment(a['experiment'])} = {a['measured']:.4g} is slower than the "
                  f"port bound {a['bound']:.4g} of the mapping that explains everything else: set aside as a "
