@@ -462,6 +462,35 @@ def test_a_scheme_whose_kernels_fault_is_an_unmeasurable_misfit_and_the_run_goes
     assert not ag.different and ag.missing == ("bad",)
 
 
+class _FaultingCandidate(SimulatedOracle):
+    """A blocking candidate whose kernels fault the worker in every mix; alone it runs."""
+
+    def __init__(self, truth, bad, **kw):
+        super().__init__(truth, **kw)
+        self.bad = bad
+
+    def measure(self, experiments):
+        from pmsolve.errors import MeasurementError
+
+        if any(self.bad in dict(e.items()) and e.size > 1 for e in experiments):
+            raise MeasurementError("the kernel crashed the worker with SIGSEGV")
+        return super().measure(experiments)
+
+
+@pytest.mark.parametrize("bad", ["a_bad", "zz_bad"])
+def test_a_blocking_candidate_whose_kernels_fault_is_left_out_and_the_run_goes_on(bad):
+    """``a_bad`` is among the peak's probes, ``zz_bad`` only in its class's pair experiments:
+    either way it stops being a candidate, the stages run again, and it is characterised (and
+    found unmeasurable) like any other scheme."""
+    truth = synthetic(0)
+    truth = PortMapping(truth.ports, {**truth.uops, bad: [(("3", "4"), 1)]})
+    res = infer(_FaultingCandidate(truth, bad, r_max=4), ExplainOptions())
+    assert res.misfits[bad].category == "unmeasurable"
+    assert any("1 blocking candidate(s) left out" in w and bad in w for w in res.warnings)
+    ag = agreement(truth, res.mapping)
+    assert not ag.different and ag.missing == (bad,)
+
+
 class _SlowRatio(SimulatedOracle):
     """Slow schedules at a ratio (as on the Zen 4): 25 % slower whenever the µops on [0,2] are at
     least twice those on [0,1]; random mixes of a component hit it now and then."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
 from pmsolve.infer.explain import stages
@@ -126,14 +126,48 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     single = stage("singletons", lambda: stages.singletons(orc, insns, hook, counter))
     cand = stage("candidates", lambda: stages.candidates(single, o))
     say(f"{len(cand['sizes'])} blocking candidate(s), {len(cand['misfits'])} singleton misfit(s)")
+    left_out: set[str] = set()   # blocking candidates in experiments the harness cannot run
+
+    def sizes() -> dict[str, int]:
+        return {i: s for i, s in cand["sizes"].items() if i not in left_out}
+
+    def kept(classes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**c, "members": [m for m in c["members"] if m["insn"] not in left_out]}
+                for c in classes if c["rep"] not in left_out]
+
+    def suspects(failed: tuple[Experiment, ...]) -> set[str]:
+        """The schemes of failed experiments that no measured mix ran with (a mix runs a
+        candidate beside the culprit); all of them when each ran in some mix."""
+        names = {i for e in failed for i in dict(e.items())}
+        ran = {i for e, r in orc.rows(orc.known()).items() if r.ok and len(e.counts) > 1 for i in dict(e.items())}
+        return (names - ran) or names
+
+    def runnable(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A stage on blocking candidates; when the harness cannot run one of its experiments (a
+        kernel that faults the worker), the candidates in it are candidates no longer (they are
+        characterised like any other scheme) and the stage runs again: what it measured comes
+        from the cache, and a resumed run meets the same stored failure and does the same."""
+        while True:
+            try:
+                out = stage(name, lambda: {**fn(), "left_out": sorted(left_out)})
+                left_out.update(out.get("left_out", ()))
+                return out
+            except MeasurementError as err:
+                bad = suspects(err.experiments) & set(cand["sizes"]) - left_out
+                if not bad:
+                    raise
+                say(f"  {', '.join(sorted(bad))}: in {len(err.experiments)} experiment(s) the harness cannot run "
+                    f"({str(err)[:160]}); no blocking candidate(s) any more")
+                left_out.update(bad)
+
     if counter:
-        classes = stage("classes", lambda: stages.equivalence_classes(orc, single, cand["sizes"], o, say))["classes"]
+        classes = kept(runnable("classes", lambda: stages.equivalence_classes(orc, single, sizes(), o, say))["classes"])
         say(f"{len(classes)} unique blocking instruction(s)")
-        peak = stage("peak", lambda: stages.peak_ipc(orc, single, classes, o))
+        peak = runnable("peak", lambda: stages.peak_ipc(orc, single, kept(classes), o))
     else:
-        peak = stage("peak", lambda: stages.peak_ipc(orc, single, stages.peak_probes(cand["sizes"]), o, warn=False))
-        classes = stage("classes", lambda: stages.equivalence_classes(
-            paired, single, cand["sizes"], o, say, r_max=peak["r_max"], check_pairs=3))["classes"]
+        peak = runnable("peak", lambda: stages.peak_ipc(orc, single, stages.peak_probes(sizes()), o, warn=False))
+        classes = kept(runnable("classes", lambda: stages.equivalence_classes(
+            paired, single, sizes(), o, say, r_max=peak["r_max"], check_pairs=3))["classes"])
         say(f"{len(classes)} class(es) of blocking candidates")
     warnings = [peak["warning"]] if peak.get("warning") else []
     for w in warnings:
@@ -141,9 +175,13 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     r_max = peak["r_max"]
     prefix = str(state) if state is not None else None
     if counter:
-        blk = stage("blocking", lambda: infer_blocking(orc, classes, r_max, o, prefix, say))
+        blk = runnable("blocking", lambda: infer_blocking(orc, kept(classes), r_max, o, prefix, say))
     else:
-        blk = stage("structure", lambda: infer_structure(paired, classes, single, r_max, o, say))
+        blk = runnable("structure", lambda: infer_structure(paired, kept(classes), single, r_max, o, say))
+    if left_out:
+        warnings.append(f"{len(left_out)} blocking candidate(s) left out: the harness cannot run some experiment "
+                        f"with them ({', '.join(sorted(left_out)[:5])}); they are characterised like other schemes")
+        say("warning: " + warnings[-1])
     if blk.get("mapping") is None:
         raise ValidationError(f"explain: no blocking instruction explains the measurements ({blk.get('proof')})")
     bmap = mapping_from_json(blk["mapping"])
