@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, permutations, product
 from typing import Any
 
 import numpy as np
@@ -189,7 +189,8 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         more = sorted(suite + derived, key=lambda bq: len(bq[1]))     # by size: subsets first
         extended = PortMapping(blocking.ports, {**blocking.uops, **{b: [(q, 1)] for b, q in derived}})
         names = {b for b, _ in derived}
-        again = [i for i in insns if i not in names and _may_hide(out[i], [q for _, q in derived])]
+        blocked = {q for _, q in suite}
+        again = [i for i in insns if i not in names and _may_hide(out[i], [q for _, q in derived], blocked)]
         progress(f"  run {run + 1}: {len(again)} scheme(s) again with the derived blocking instruction(s) "
                  + ", ".join(f"{b} [{','.join(sort_ports(q))}]" for b, q in derived))
         for lo in range(0, len(again), chunk):
@@ -239,11 +240,17 @@ def derived_blockers(out: dict[str, Explanation], suite: Suite, o: ExplainOption
     return [(i, q) for q, i in sorted(best.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0])))]
 
 
-def _may_hide(x: Explanation, derived: list[frozenset[str]]) -> bool:
-    """Could the scheme have µops on a derived set? Only if µops stay on a blocked superset of it."""
-    held = [frozenset(ps) for ps, _ in x.uops] + [frozenset(w.ports) for w in x.others
-                                                  if w.kind == "blocking" and (w.non_evading or 0) >= 0.5]
-    return any(c < q for c in derived for q in held)
+def _may_hide(x: Explanation, derived: list[frozenset[str]], sets: set[frozenset[str]]) -> bool:
+    """Could the scheme have µops on a derived set C? Only if µops stay on the smallest blocked
+    sets around C (a µop inside C evades none of them): on a Zen 4 every ALU scheme holds µops
+    on the four ALUs, and only those on the two around imul's one need measuring again."""
+    held = {frozenset(ps) for ps, _ in x.uops} | {frozenset(w.ports) for w in x.others
+                                                  if w.kind == "blocking" and (w.non_evading or 0) >= 0.5}
+    for c in derived:
+        around = [q for q in sets if c < q]
+        if any(q in held for q in around if not any(r < q for r in around)):
+            return True
+    return False
 
 
 def _found(probes: list[Probe]) -> tuple[dict[frozenset[str], int], Misfit | None]:
@@ -578,6 +585,11 @@ def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite
     pairs = {(a, b) for a in range(len(cands)) for b in range(a + 1, len(cands))}
     unresolved = {p for p in pairs if not any(apart(*p, k) for k in range(len(pool)))}
     pairs -= unresolved
+    # candidates that a renaming of ports no blocked set tells apart maps onto each other are
+    # one answer (Zen 4's imul: one of two ALUs that only ever appear together); keep the first
+    shape = [canonical(f, twins(blocking.ports, sets)) for f in cands]
+    mirrored = {b for a, b in unresolved if shape[a] == shape[b]}
+    unresolved = {(a, b) for a, b in unresolved if shape[a] != shape[b]}
     chosen: list[int] = []
     while pairs:    # greedy: the experiment that tells the most remaining pairs apart
         k = max(range(len(pool)), key=lambda k: (sum(apart(a, b, k) for a, b in pairs), -k))
@@ -586,9 +598,37 @@ def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite
     if not chosen:    # one candidate: the experiment of the blocking instruction it overlaps most
         chosen = [max(range(len(pool)), key=lambda k: (abs(pred[0][k] - times(found, [pool[k]])[0]), -k))] \
             if pool else []
-    ambiguous = {x for p in unresolved for x in p}
+    ambiguous = {x for p in unresolved for x in p} | mirrored
     exps = [pool[k] for k in sorted(chosen)]
     return [(f, exps) for a, f in enumerate(cands) if a not in ambiguous][:4]
+
+
+def twins(ports: Sequence[str], sets: Iterable[frozenset[str]]) -> list[list[str]]:
+    """Groups of ports that every blocked set holds all or none of: no experiment with the
+    blocking instructions tells them apart, so which of them is which is a naming choice."""
+    sets = list(sets)
+    groups: dict[frozenset[frozenset[str]], list[str]] = {}
+    for p in ports:
+        groups.setdefault(frozenset(s for s in sets if p in s), []).append(p)
+    return [sorted(g) for g in groups.values() if len(g) > 1]
+
+
+def canonical(f: dict[frozenset[str], int], groups: list[list[str]], limit: int = 5040) -> tuple:
+    """The least form of a port usage over the renamings within ``groups`` (each permuted
+    freely); usages with equal forms are the same up to naming ports no blocked set tells
+    apart. More than ``limit`` renamings: the usage itself (nothing is identified)."""
+    def form(g: dict[frozenset[str], int]) -> tuple:
+        return tuple(sorted((tuple(sort_ports(q)), n) for q, n in g.items()))
+
+    used = set().union(*f) if f else set()
+    groups = [g for g in groups if used & set(g)]
+    if math.prod(math.factorial(len(g)) for g in groups) > limit:
+        return form(f)
+    best = form(f)
+    for perm in product(*(permutations(g) for g in groups)):
+        rename = {a: b for g, pg in zip(groups, perm) for a, b in zip(g, pg)}
+        best = min(best, form({frozenset(rename.get(x, x) for x in q): n for q, n in f.items()}))
+    return best
 
 
 def _fit_rates(probes: list[Probe], extra: dict[Experiment, float] | None = None) -> None:
