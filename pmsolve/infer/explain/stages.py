@@ -127,6 +127,7 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
                     left.append(c)
             if check_pairs and len(members) >= 2:
                 picks = [tuple(rng.sample(members, 2)) for _ in range(check_pairs)]
+                picks = list({frozenset((a["insn"], b["insn"])): (a, b) for a, b in picks}.values())   # each pair once
                 checks = [Experiment({a["insn"]: 1, b["insn"]: 1}) for a, b in picks]
                 slow: set[str] = set()
                 for (a, b), e, t in zip(picks, checks, oracle.measure(checks)):
