@@ -489,6 +489,17 @@ def test_a_port_of_two_no_blocked_set_tells_apart_is_named_once_and_kept_apart_f
         (ag.different, {i: res.misfits[i].reason for i in schemes if i in res.misfits})
 
 
+def test_a_baseline_has_no_stand_in():
+    """A blocking instruction's baseline misses the model only for a derived blocking instruction
+    (second pass; the --all run stopped there with a KeyError): there is no scheme to replace."""
+    from pmsolve.infer.explain.characterise import stand_in
+
+    s = frozenset
+    found, stand = {s({"0", "1"}): 2}, {s({"0", "1"}): "aes"}
+    assert stand_in(Experiment({"imul": 3}), "kmov", found, stand) is None
+    assert stand_in(Experiment({"kmov": 1, "cvt": 2}), "kmov", found, stand) == Experiment({"aes": 2, "cvt": 2})
+
+
 class _FaultingKernels(SimulatedOracle):
     """A harness whose worker faults on every mix with ``bad`` (a kernel that reaches outside
     its memory): only the scheme alone runs."""

@@ -699,8 +699,9 @@ def _held_out(i: str, found: dict[frozenset[str], int], suite: Suite, on_q: dict
 def stand_in(e: Experiment, i: str, found: dict[frozenset[str], int],
              stand: dict[frozenset[str], str]) -> Experiment | None:
     """``e`` with scheme ``i`` replaced by its µops as blocking instructions (``stand``: one per
-    port set, one µop on exactly it), or None when a µop's set has none."""
-    if not found or any(q not in stand for q in found):
+    port set, one µop on exactly it), or None when a µop's set has none or ``e`` is without the
+    scheme (a blocking instruction's baseline: in the second pass a derived one can miss)."""
+    if not found or i not in dict(e.items()) or any(q not in stand for q in found):
         return None
     counts = {n: c for n, c in e.items() if n != i}
     for q, n in found.items():
