@@ -190,7 +190,8 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         extended = PortMapping(blocking.ports, {**blocking.uops, **{b: [(q, 1)] for b, q in derived}})
         names = {b for b, _ in derived}
         blocked = {q for _, q in suite}
-        again = [i for i in insns if i not in names and _may_hide(out[i], [q for _, q in derived], blocked)]
+        again = [i for i in insns if i not in names and _hidden_sets(out[i], [q for _, q in derived], blocked)]
+        again = hiding(oracle, again, out, extended, derived, blocked, single, r_max, o)
         progress(f"  run {run + 1}: {len(again)} scheme(s) again with the derived blocking instruction(s) "
                  + ", ".join(f"{b} [{','.join(sort_ports(q))}]" for b, q in derived))
         for lo in range(0, len(again), chunk):
@@ -240,17 +241,48 @@ def derived_blockers(out: dict[str, Explanation], suite: Suite, o: ExplainOption
     return [(i, q) for q, i in sorted(best.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0])))]
 
 
-def _may_hide(x: Explanation, derived: list[frozenset[str]], sets: set[frozenset[str]]) -> bool:
-    """Could the scheme have µops on a derived set C? Only if µops stay on the smallest blocked
-    sets around C (a µop inside C evades none of them): on a Zen 4 every ALU scheme holds µops
-    on the four ALUs, and only those on the two around imul's one need measuring again."""
+def _hidden_sets(x: Explanation, derived: list[frozenset[str]], sets: set[frozenset[str]]) -> list[frozenset[str]]:
+    """The derived sets C the scheme could have µops on: only where µops stay on the smallest
+    blocked sets around C (a µop inside C evades none of them): on a Zen 4 every ALU scheme holds
+    µops on the four ALUs, and only those on the two around imul's one need measuring again."""
     held = {frozenset(ps) for ps, _ in x.uops} | {frozenset(w.ports) for w in x.others
                                                   if w.kind == "blocking" and (w.non_evading or 0) >= 0.5}
+    out = []
     for c in derived:
         around = [q for q in sets if c < q]
         if any(q in held for q in around if not any(r < q for r in around)):
-            return True
-    return False
+            out.append(c)
+    return out
+
+
+def hiding(oracle: Any, cands: list[str], out: dict[str, Explanation], extended: PortMapping, derived: Suite,
+           sets: set[frozenset[str]], single: dict[str, Any], r_max: float | None,
+           o: ExplainOptions) -> list[str]:
+    """Of the schemes that may hide µops on derived sets, those to characterise again: every
+    misfit, and each mapped scheme whose screening experiment ``{i: 1, B_C: k}`` (the derived
+    blocking instruction alone ~2 cycles or more) its µops do not reproduce; µops on C that the
+    first pass put on a superset cannot evade B_C there and slow it down. One experiment per
+    scheme and set instead of a whole characterisation: on a Zen 4 a shuffle placed on three of
+    the four vector pipes made 4,832 schemes candidates, every one with µops on the four."""
+    blocker = {q: b for b, q in derived}
+    tests: list[tuple[str, Experiment]] = []
+    for i in cands:
+        x = out[i]
+        if x.misfit is None and x.uops:
+            k = lambda q: max(1, round(len(q) * max(2.0, 2 * single[i]["tp"])))  # noqa: E731
+            tests += [(i, Experiment({i: 1, blocker[q]: k(q)})) for q in _hidden_sets(x, list(blocker), sets)]
+    if not tests:
+        return cands
+    try:
+        measured = oracle.measure([e for _, e in tests])
+    except MeasurementError:
+        return cands       # the characterisation finds which ones cannot run
+    models = [PortMapping(extended.ports, {**{b: extended.uops[b] for b in e if b != i},
+                                           i: [(frozenset(ps), n) for ps, n in out[i].uops]}) for i, e in tests]
+    modelled = batch_inverse_throughput([(m, e) for m, (_, e) in zip(models, tests)], r_max)
+    missed = {i for (i, e), t, m in zip(tests, measured, modelled)
+              if abs(t - float(m)) > max(o.epsilon * e.size, o.tolerance * t)}
+    return [i for i in cands if out[i].misfit is not None or not out[i].uops or i in missed]
 
 
 def _found(probes: list[Probe]) -> tuple[dict[frozenset[str], int], Misfit | None]:
