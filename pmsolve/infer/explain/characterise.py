@@ -269,8 +269,9 @@ def hiding(oracle: Any, cands: list[str], out: dict[str, Explanation], extended:
     for i in cands:
         x = out[i]
         if x.misfit is None and x.uops:
-            k = lambda q: max(1, round(len(q) * max(2.0, 2 * single[i]["tp"])))  # noqa: E731
-            tests += [(i, Experiment({i: 1, blocker[q]: k(q)})) for q in _hidden_sets(x, list(blocker), sets)]
+            cycles = max(2.0, 2 * single[i]["tp"])      # the blocker alone: 2 cycles, or twice the scheme
+            tests += [(i, Experiment({i: 1, blocker[q]: max(1, round(len(q) * cycles))}))
+                      for q in _hidden_sets(x, list(blocker), sets)]
     if not tests:
         return cands
     try:
