@@ -189,9 +189,8 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         more = sorted(suite + derived, key=lambda bq: len(bq[1]))     # by size: subsets first
         extended = PortMapping(blocking.ports, {**blocking.uops, **{b: [(q, 1)] for b, q in derived}})
         names = {b for b, _ in derived}
-        blocked = {q for _, q in suite}
-        again = [i for i in insns if i not in names and _hidden_sets(out[i], [q for _, q in derived], blocked)]
-        again = hiding(oracle, again, out, extended, derived, blocked, single, r_max, o)
+        again = hiding(oracle, [i for i in insns if i not in names], out, extended, derived,
+                       {q for _, q in suite}, single, r_max, o)
         progress(f"  run {run + 1}: {len(again)} scheme(s) again with the derived blocking instruction(s) "
                  + ", ".join(f"{b} [{','.join(sort_ports(q))}]" for b, q in derived))
         for lo in range(0, len(again), chunk):
@@ -258,32 +257,34 @@ def _hidden_sets(x: Explanation, derived: list[frozenset[str]], sets: set[frozen
 def hiding(oracle: Any, cands: list[str], out: dict[str, Explanation], extended: PortMapping, derived: Suite,
            sets: set[frozenset[str]], single: dict[str, Any], r_max: float | None,
            o: ExplainOptions) -> list[str]:
-    """Of the schemes that may hide µops on derived sets, those to characterise again: every
-    misfit, and each mapped scheme whose screening experiment ``{i: 1, B_C: k}`` (the derived
+    """Of the schemes that may hide µops on derived sets (:func:`_hidden_sets`), those to
+    characterise again: every misfit, and each mapped scheme whose screening experiment
+    ``{i: 1, B_C: k}`` (the derived
     blocking instruction alone ~2 cycles or more) its µops do not reproduce; µops on C that the
     first pass put on a superset cannot evade B_C there and slow it down. One experiment per
     scheme and set instead of a whole characterisation: on a Zen 4 a shuffle placed on three of
     the four vector pipes made 4,832 schemes candidates, every one with µops on the four."""
     blocker = {q: b for b, q in derived}
+    hidden = {i: hs for i in cands if (hs := _hidden_sets(out[i], list(blocker), sets))}
     tests: list[tuple[str, Experiment]] = []
-    for i in cands:
-        x = out[i]
-        if x.misfit is None and x.uops:
+    for i, hs in hidden.items():
+        if out[i].misfit is None and out[i].uops:
             cycles = max(2.0, 2 * single[i]["tp"])      # the blocker alone: 2 cycles, or twice the scheme
-            tests += [(i, Experiment({i: 1, blocker[q]: max(1, round(len(q) * cycles))}))
-                      for q in _hidden_sets(x, list(blocker), sets)]
-    if not tests:
-        return cands
-    try:
-        measured = oracle.measure([e for _, e in tests])
-    except MeasurementError:
-        return cands       # the characterisation finds which ones cannot run
-    models = [PortMapping(extended.ports, {**{b: extended.uops[b] for b in e if b != i},
-                                           i: [(frozenset(ps), n) for ps, n in out[i].uops]}) for i, e in tests]
-    modelled = batch_inverse_throughput([(m, e) for m, (_, e) in zip(models, tests)], r_max)
-    missed = {i for (i, e), t, m in zip(tests, measured, modelled)
-              if abs(t - float(m)) > max(o.epsilon * e.size, o.tolerance * t)}
-    return [i for i in cands if out[i].misfit is not None or not out[i].uops or i in missed]
+            tests += [(i, Experiment({i: 1, blocker[q]: max(1, round(len(q) * cycles))})) for q in hs]
+    missed = {i for i, _ in tests}
+    if tests:
+        try:
+            measured = oracle.measure([e for _, e in tests])
+        except MeasurementError:
+            measured = None    # all of them again: the characterisation finds which ones cannot run
+        if measured is not None:
+            models = [PortMapping(extended.ports, {**{b: extended.uops[b] for b in e if b != i},
+                                                   i: [(frozenset(ps), n) for ps, n in out[i].uops]})
+                      for i, e in tests]
+            modelled = batch_inverse_throughput([(m, e) for m, (_, e) in zip(models, tests)], r_max)
+            missed = {i for (i, e), t, m in zip(tests, measured, modelled)
+                      if abs(t - float(m)) > max(o.epsilon * e.size, o.tolerance * t)}
+    return [i for i in hidden if out[i].misfit is not None or not out[i].uops or i in missed]
 
 
 def _found(probes: list[Probe]) -> tuple[dict[frozenset[str], int], Misfit | None]:
