@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from itertools import combinations, permutations, product
 from typing import Any
@@ -183,7 +183,12 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         if on_chunk:
             on_chunk()
         progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised")
-    derived = [] if counted else derived_blockers(out, suite, o)
+    derived, slow = at_port_rate(oracle, derived_blockers(out, suite, o) if not counted else {}, suite, blocking,
+                                 r_max, o, progress)
+    for i, ws in slow.items():    # mapped still (one copy at a time it fits), with what it misses
+        out[i] = replace(out[i], others=out[i].others + ws)
+    for b, _ in derived:
+        out[b] = replace(out[b], source="derived blocking")
     if derived:
         # second pass: the schemes that may hide µops on those sets, against the suite with them
         more = sorted(suite + derived, key=lambda bq: len(bq[1]))     # by size: subsets first
@@ -222,22 +227,70 @@ def measurable(part: list[str], work: Callable[[list[str]], dict[str, Explanatio
     return out
 
 
-def derived_blockers(out: dict[str, Explanation], suite: Suite, o: ExplainOptions) -> Suite:
+def derived_blockers(out: dict[str, Explanation], suite: Suite,
+                     o: ExplainOptions) -> dict[frozenset[str], list[str]]:
     """Schemes placed as one µop on a set no blocking instruction isolates (a complement, see
-    :func:`complement_candidates`), one per such set: register forms first, like the blocking
-    candidates. Other schemes' µops on a blocked superset may lie in that set but go unseen when
-    another bottleneck hides them (``{[2,3]: 1, [4,5]: 2}`` alone runs like ``{[0..3]: 1, [4,5]:
-    2}``); against the derived blocking instruction, they cannot evade it."""
+    :func:`complement_candidates`), per such set in the order they are tried as its blocking
+    instruction (:func:`at_port_rate`): register forms first, like the blocking candidates.
+    Other schemes' µops on a blocked superset may lie in that set but go unseen when another
+    bottleneck hides them (``{[2,3]: 1, [4,5]: 2}`` alone runs like ``{[0..3]: 1, [4,5]: 2}``);
+    against the derived blocking instruction, they cannot evade it."""
     sets = {q for _, q in suite}
     avoid = set(o.not_blocking)
-    best: dict[frozenset[str], str] = {}
+    cands: dict[frozenset[str], list[str]] = {}
     for i in sorted(out, key=lambda i: (i in avoid, simplicity(i))):
         x = out[i]
         if x.misfit is None and len(x.uops) == 1 and x.uops[0][1] == 1:
             q = frozenset(x.uops[0][0])
             if q not in sets:
-                best.setdefault(q, i)
-    return [(i, q) for q, i in sorted(best.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0])))]
+                cands.setdefault(q, []).append(i)
+    return dict(sorted(cands.items(), key=lambda kv: (len(kv[0]), sort_ports(kv[0]))))
+
+
+def at_port_rate(oracle: Any, cands: dict[frozenset[str], list[str]], suite: Suite, blocking: PortMapping,
+                 r_max: float | None, o: ExplainOptions, progress: Progress,
+                 tries: int = 3) -> tuple[Suite, dict[str, tuple[Witness, ...]]]:
+    """Of each set's derived blocking candidates (at most ``tries``), the first that runs at the
+    set's port rate, as a blocking instruction must: k copies alone take k/|C| cycles (k = 2, 4
+    and 8 times |C|), and beside the blocking instruction of a set disjoint from C (one cycle
+    of it) no longer than the larger of the two. The characterisation placed the scheme from
+    experiments with one copy of it; a scheme can still run slower in a row, where no port
+    explains it (Zen 4's masked shuffle ``vshufpd xmm{k}``: 16 copies take 6.33 cycles where
+    three ports allow 5.33), and as a blocking instruction it would make every scheme measured
+    against it a misfit (an ``--all`` run named 4,832 schemes for a second pass with it).
+    Returns the chosen (scheme, C) and, per candidate turned down, the experiments it misses."""
+    trials: list[tuple[frozenset[str], str, list[Experiment]]] = []
+    for q, names in cands.items():
+        beside = max((bq for bq in suite if not bq[1] & q), key=lambda bq: (len(bq[1]), bq[0]), default=None)
+        for i in names[:tries]:
+            es = [Experiment({i: k * len(q)}) for k in (2, 4, 8)]
+            if beside is not None:
+                alone = float(batch_inverse_throughput([(blocking, Experiment({beside[0]: 1}))], r_max)[0])
+                es.append(Experiment({i: 2 * len(q), beside[0]: max(1, round(1 / alone))}))
+            trials.append((q, i, es))
+    if not trials:
+        return [], {}
+    exps = [e for _, _, es in trials for e in es]
+    try:
+        measured = dict(zip(exps, oracle.measure(exps)))
+    except MeasurementError as err:
+        progress(f"  no derived blocking instruction: its rate could not be measured ({str(err)[:160]})")
+        return [], {}
+    chosen: dict[frozenset[str], str] = {}
+    slow: dict[str, tuple[Witness, ...]] = {}
+    for q, i, es in trials:
+        if q in chosen:
+            continue
+        model = PortMapping(blocking.ports, {**blocking.uops, i: [(q, 1)]})
+        off = [(e, measured[e], float(m)) for e, m in zip(es, batch_inverse_throughput([(model, e) for e in es], r_max))
+               if abs(measured[e] - float(m)) > max(o.epsilon, o.tolerance * float(m))]
+        if off:
+            progress(f"  {i} is no blocking instruction of [{','.join(sort_ports(q))}]: "
+                     + "; ".join(f"{e} = {t:.4g} where its port rate gives {m:.4g}" for e, t, m in off[:2]))
+            slow[i] = tuple(Witness("rate", e, t, m) for e, t, m in off)
+        else:
+            chosen[q] = i
+    return [(i, q) for q, i in chosen.items()], slow
 
 
 def _hidden_sets(x: Explanation, derived: list[frozenset[str]], sets: set[frozenset[str]]) -> list[frozenset[str]]:

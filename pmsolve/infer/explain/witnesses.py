@@ -38,7 +38,8 @@ class Witness:
     and CEGIS experiments), measured and modelled inverse throughputs (cycles per iteration)."""
 
     # "blocking" (non-evading µops), "singleton", "equivalence", "cegis", "check" (not used to derive),
-    # "stand-in" (a check the model misses, measured like ``baseline``: the same µops as blocking instructions)
+    # "stand-in" (a check the model misses, measured like ``baseline``: the same µops as blocking instructions),
+    # "rate" (copies of a scheme in a row, slower than its µops allow: no derived blocking instruction)
     kind: str
     experiment: Experiment
     measured: float
@@ -114,7 +115,8 @@ class Explanation:
     others: tuple[Witness, ...] = field(default=(), compare=False)
     misfit: Misfit | None = None
     counted: float | None = field(default=None, compare=False)
-    source: str = field(default="characterised", compare=False)  # "blocking", "equivalent", "characterised"
+    source: str = field(default="characterised", compare=False)  # "blocking", "equivalent", "characterised",
+    # "derived blocking" (characterised, then a blocking instruction of the second pass)
     confidence: float | None = field(default=None, compare=False)  # 0..1, without a µop counter
 
     def key(self) -> tuple:
