@@ -59,6 +59,9 @@ METHODS = ("explain", "pmevo")
 # mapping predicts a few fractions) cannot reach a high raw τ-b however right it is (see
 # pmsolve.metrics.tau_b_ceiling, which the report gives too).
 RESOLUTION = 0.01
+# the witnesses of a mapped scheme that no µop stands on: experiments not used to derive its µops
+# (its mapping reproduces them), stand-ins that miss alike, copies in a row that miss ("rate")
+CHECKS = ("check", "stand-in", "rate")
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,8 @@ class HostReport:
                 elif x.uops:
                     d = x.to_json()
                     schemes.append({"scheme": name, "tp": self.singles.get(name), "uops": d["uops"],
-                                    "confidence": x.confidence, "source": x.source})
+                                    "confidence": x.confidence, "source": x.source,
+                                    "checks": [w for w in d.get("others", []) if w["kind"] in CHECKS]})
         elif self.mapping is not None:
             schemes = [{"scheme": i, "tp": self.singles.get(i),
                         "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}

@@ -145,10 +145,12 @@ def render_html(doc: dict[str, Any]) -> str:
     out.append("<h2>Schemes</h2><table id='schemes'><tr><th>scheme</th><th>tp⁻¹ measured</th><th>port usage</th>"
                "<th>µops</th><th>confidence</th><th>witnesses</th></tr>")
     for s in doc.get("schemes", []):
-        ws = [w for u in s.get("uops", []) for w in u.get("witnesses", [])]
+        ws = [w for u in s.get("uops", []) for w in u.get("witnesses", [])] + s.get("checks", [])
         wit = ("<details><summary>" + _e(f"{len(ws)} experiment(s)") + "</summary><ul>"
                + "".join(f"<li>{_witness(w)}</li>" for w in ws) + "</ul></details>") if ws else "–"
-        out.append(f"<tr class='scheme'><td><code>{_e(s['scheme'])}</code></td><td class='num'>{_num(s.get('tp'))}</td>"
+        source = s.get("source", "characterised")
+        tag = f" <span class='muted'>({_e(source)})</span>" if source != "characterised" else ""
+        out.append(f"<tr class='scheme'><td><code>{_e(s['scheme'])}</code>{tag}</td><td class='num'>{_num(s.get('tp'))}</td>"
                    f"<td>{_e(_uops(s.get('uops', [])))}</td>"
                    f"<td class='num'>{sum(u['count'] for u in s.get('uops', []))}</td>"
                    f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
