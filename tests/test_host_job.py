@@ -107,7 +107,7 @@ def _doc() -> dict:
                  "own": {"mape": 0.02, "kendall_tau_b": 0.95}, "model": ""}]},
             "schemes": [{"scheme": "x<script>", "tp": 0.5, "confidence": 1.0, "source": "derived blocking",
                          "uops": [{"ports": ["0", "1"], "count": 1, "witnesses": [w]}],
-                         "checks": [{"kind": "rate", "experiment": {"x<script>": 4}, "measured": 2.5,
+                         "checks": [{"kind": "check", "experiment": {"x<script>": 4}, "measured": 2.5,
                                      "modelled": 2.0}]},
                         {"scheme": "y", "tp": 1.0, "confidence": 0.8,
                          "uops": [{"ports": ["2"], "count": 1, "witnesses": []}]}],
@@ -125,7 +125,7 @@ def test_report_page_is_escaped_and_complete():
     dom.feed(page)
     assert dom.rows.get("scheme") == 2 and dom.scripts == 0 and dom.details >= 3   # witnesses, misfits, slow
     assert "imul&lt;r&gt;, mov×4" in page and "1.625" in page and "id='slow-schedules'" in page
-    assert "(derived blocking)" in page and "rate: <code>x&lt;script&gt;×4</code> measured 2.500" in page
+    assert "(derived blocking)" in page and "check: <code>x&lt;script&gt;×4</code> measured 2.500" in page
     assert "2 experiment(s)" in page     # the µop's witness and the check
 
 

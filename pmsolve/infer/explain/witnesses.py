@@ -38,8 +38,7 @@ class Witness:
     and CEGIS experiments), measured and modelled inverse throughputs (cycles per iteration)."""
 
     # "blocking" (non-evading µops), "singleton", "equivalence", "cegis", "check" (not used to derive),
-    # "stand-in" (a check the model misses, measured like ``baseline``: the same µops as blocking instructions),
-    # "rate" (copies of a scheme in a row, slower than its µops allow: no derived blocking instruction)
+    # "stand-in" (a check the model misses, measured like ``baseline``: the same µops as blocking instructions)
     kind: str
     experiment: Experiment
     measured: float
