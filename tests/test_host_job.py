@@ -165,6 +165,11 @@ def test_main_job_simulated(capsys, tmp_path):
     assert rows["pmsolve (explain)"]["common"]["mape"] == pytest.approx(rows["ground truth"]["common"]["mape"])
     assert json.loads(out_file.read_text())["explanation"]["schemes"]      # `pmsolve explain` reads it
     assert "<table id='schemes'>" in page.read_text()
+    # a characterised scheme comes with the experiments not used to derive it, which it reproduces
+    characterised = [x for x in out["schemes"] if x["source"] == "characterised"]
+    assert characterised and all(any(w["kind"] == "check" for w in x["checks"]) for x in characterised)
+    assert all(abs(w["modelled"] - w["measured"]) <= 0.05 * w["measured"] + 0.1
+               for x in characterised for w in x["checks"] if w["kind"] == "check")
 
 
 @pytest.mark.skipif(available() is not None, reason=str(available()))
