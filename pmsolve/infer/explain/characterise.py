@@ -60,6 +60,13 @@ def flooding_copies(q: int, uops: int, per_copy: int, r_max: float | None) -> in
     return k
 
 
+#: how much longer than the scheme alone its blocking copies must run: a slow scheme runs slower
+#: in a mix than alone (Zen 4's ``vsqrtpd ymm``: 8.4 cycles alone, 9.0 beside any blocking
+#: instruction), and copies that do not outlast it leave its own bottleneck in charge (17 copies
+#: of ``bt r64, i8`` beside it gave 1.0 µops on two ALUs it does not use)
+OUTLAST = 1.25
+
+
 def tight_copies(q: frozenset[str], found: dict[frozenset[str], int], tp: float, per_copy: int,
                  r_max: float | None) -> int:
     """Fewer copies that still flood Q, given the µops found: with x µops inside Q and p µops
@@ -70,6 +77,16 @@ def tight_copies(q: frozenset[str], found: dict[frozenset[str], int], tp: float,
     partial = sum(n for s, n in found.items() if s & q and not s <= q)
     k = math.ceil((len(q) * (tp + partial) - x) / per_copy - 1e-9)
     return max(k, flooding_copies(len(q), 1, per_copy, r_max))
+
+
+def whole_cycles(q: int, per_copy: int) -> int:
+    """The fewest copies whose µops fill whole cycles of Q: the step between a probe's samples.
+    A copy count off that grid leaves Q part of a cycle idle per iteration, which a scheme with
+    its own slow unit fills or not by its phase (Zen 4's ``btc m32, i8`` beside k copies of
+    ``bt r64, i8``: 2.0 µops at even k, 3.0 at odd k; ``shld`` beside the four ALUs' blocking
+    instruction: 4, 7, 6, 5 by k mod 4), so a ladder of one copy more each time averages a
+    pattern, never settles, and measures up to ``remeasure`` samples in vain."""
+    return q // math.gcd(q, per_copy)
 
 
 @dataclass
@@ -117,10 +134,14 @@ class Probe:
         se = max(self.stderr(), prior / math.sqrt(len(self.samples)))
         return d + 3 * se < 0.5
 
-    def undecided(self, clear: float) -> bool:
+    def undecided(self, clear: float, noise: float) -> bool:
         """Could more samples still make the estimate clearly whole? Not when three standard
         errors already keep it farther than ``clear`` from every whole number: it lies between
-        two, and more samples only waste measurements."""
+        two, and more samples only waste measurements. Nor when it already is clearly a whole
+        number: if the fit puts another number on Q, the scheme's probes disagree with each
+        other, which more samples of this one do not mend."""
+        if self.settled(round(self.x), clear, noise):
+            return False
         d = abs(self.x - round(self.x))
         return len(self.samples) < 3 or d - 3 * self.stderr() <= clear
 
@@ -413,6 +434,10 @@ def run_checks(checks: dict[str, Generator], oracle: Any) -> dict[str, Explanati
     return out
 
 
+#: misses of a scheme's checks measured again per round (:func:`_checking`)
+RECHECK = 4
+
+
 def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blocking: PortMapping,
               single: dict[str, Any], r_max: float | None, o: ExplainOptions,
               held: list[tuple[Experiment, float]], counted: int | None,
@@ -422,7 +447,8 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
     that is one µop on each set), an experiment that misses is measured once more as a fresh
     sample (every count doubled, which doubles tp⁻¹ in the model: yielded, the values sent
     back), and then, if it misses again, with the scheme's µops replaced by their blocking
-    instructions (:func:`stand_in`). It counts as missed only when the stand-in does not share
+    instructions (:func:`stand_in`); the worst :data:`RECHECK` misses first, and the next ones
+    only if none of those stands. It counts as missed only when the stand-in does not share
     the miss: a slow schedule of the CPU's, which the blocking instructions themselves run into
     (on a Zen 4 ``{vaesdec ×2, vbroadcastss ymm}`` takes 1.2 cycles where the ports allow 1),
     is no evidence against µops that behave exactly like theirs. On a port-model machine a
@@ -447,20 +473,26 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
         return apart(e, t, mod[e])
 
     def missed(items: list[tuple[Experiment, float]]) -> Generator[list[Experiment], list[float], list]:
-        bad = [(e, t) for e, t in items if off(e, t)]
+        # the worst misses first, a few at a time: one that stands is enough to reject the µops
+        # (a misfit's wrong µops miss dozens of experiments, each measured again in vain before)
+        bad = sorted(((e, t) for e, t in items if off(e, t)), key=lambda et: -abs(et[1] - mod[et[0]]) / mod[et[0]])
         if not bad or stand is None:
             return bad
-        again = yield [scaled(e, 2) for e, _ in bad]
-        bad = [(e, t) for (e, t), t2 in zip(bad, again) if off(e, t2 / 2)]
-        subs = {e: x for e, _ in bad if (x := stand_in(e, i, found, stand)) is not None}
-        seen = dict(zip(subs.values(), (yield list(subs.values())))) if subs else {}
-        out = []
-        for e, t in bad:
-            x = subs.get(e)
-            if x is None or not off(e, seen[x]) or (seen[x] > mod[e]) != (t > mod[e]) or apart(e, t, seen[x]):
-                out.append((e, t))
-            else:
-                shared.append(Witness("stand-in", e, t, mod[e], x, seen[x], mod[e]))
+        out: list[tuple[Experiment, float]] = []
+        for lo in range(0, len(bad), RECHECK):
+            part = bad[lo:lo + RECHECK]
+            again = yield [scaled(e, 2) for e, _ in part]
+            part = [(e, t) for (e, t), t2 in zip(part, again) if off(e, t2 / 2)]
+            subs = {e: x for e, _ in part if (x := stand_in(e, i, found, stand)) is not None}
+            seen = dict(zip(subs.values(), (yield list(subs.values())))) if subs else {}
+            for e, t in part:
+                x = subs.get(e)
+                if x is None or not off(e, seen[x]) or (seen[x] > mod[e]) != (t > mod[e]) or apart(e, t, seen[x]):
+                    out.append((e, t))
+                else:
+                    shared.append(Witness("stand-in", e, t, mod[e], x, seen[x], mod[e]))
+            if out:
+                return out
         return out
 
     if held and (yield from missed([(singleton, single["tp"])])):
@@ -510,8 +542,9 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     evading µops onto Q and are discarded). Sets are measured from the largest down: no µop of
     the scheme lies inside a subset of a set where none stays, so a set is measured only once
     every blocked set containing it holds µops of the scheme. A probe whose estimate is not
-    clearly the number of µops the fit puts on Q gets fresh samples (one more copy each time)
-    while more samples can still decide it, up to ``remeasure``; the estimate is their mean."""
+    clearly the number of µops the fit puts on Q gets fresh samples (:func:`whole_cycles` more
+    copies each time) while more samples can still decide it, up to ``remeasure``; the
+    estimate is their mean."""
     on_q = {(b, q): sum(int(n) for u, n in blocking.uop_masses(Experiment({b: 1})).items() if u <= q)
             for b, q in suite}
     blocker = dict((q, b) for b, q in suite)
@@ -526,7 +559,10 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
         k = flooding_copies(len(q), s.guess, on_q[(blocker[q], q)], r_max)
         if s.phase == "tight":
             k = min(k, tight_copies(q, s.found, single[i]["tp"], on_q[(blocker[q], q)], r_max))
-        return k + run
+        # and outlast the scheme alone: |Q|·µops(i) copies do not when its own slow unit sets its pace
+        step = whole_cycles(len(q), on_q[(blocker[q], q)])
+        k = max(k, step * math.ceil(len(q) * single[i]["tp"] * OUTLAST / on_q[(blocker[q], q)] / step))
+        return k + run * step
 
     def descend(i: str, s: _Scheme) -> list[Probe]:
         """New probes for the sets all of whose measured supersets hold µops of the scheme."""
@@ -586,8 +622,9 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                     continue
             for q, p in s.probes.items():
                 if (not p.settled(on[q], o.clear, o.noise) and len(p.samples) <= o.remeasure
-                        and p.undecided(o.clear)):
-                    sample(i, p, p.copies() + 1)      # noise: fresh samples (one more copy each)
+                        and p.undecided(o.clear, o.noise)):
+                    # noise: fresh samples, each with whole cycles of Q more copies
+                    sample(i, p, p.copies() + whole_cycles(len(q), on_q[(p.blocker, q)]))
                     pending.append(p)
         if not pending:
             break
