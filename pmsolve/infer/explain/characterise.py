@@ -551,18 +551,19 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     stand = {q: b for b, q in suite if blocking.uops[b] == (Uop(q, 1),)}
     sets = [q for _, q in suite]                        # topological: subsets first
     supersets = {q: [s for s in sets if q < s] for q in sets}
+    per_copy = {q: on_q[(b, q)] for b, q in suite}
+    step = {q: whole_cycles(len(q), per_copy[q]) for q in sets}    # between a probe's samples
 
     def sample(i: str, p: Probe, k: int) -> None:
         p.samples.append((Experiment({p.blocker: k, i: 1}), Experiment({p.blocker: k}), math.nan, math.nan))
 
     def copies(i: str, q: frozenset[str], s: _Scheme) -> int:
-        k = flooding_copies(len(q), s.guess, on_q[(blocker[q], q)], r_max)
+        k = flooding_copies(len(q), s.guess, per_copy[q], r_max)
         if s.phase == "tight":
-            k = min(k, tight_copies(q, s.found, single[i]["tp"], on_q[(blocker[q], q)], r_max))
+            k = min(k, tight_copies(q, s.found, single[i]["tp"], per_copy[q], r_max))
         # and outlast the scheme alone: |Q|·µops(i) copies do not when its own slow unit sets its pace
-        step = whole_cycles(len(q), on_q[(blocker[q], q)])
-        k = max(k, step * math.ceil(len(q) * single[i]["tp"] * OUTLAST / on_q[(blocker[q], q)] / step))
-        return k + run * step
+        k = max(k, step[q] * math.ceil(len(q) * single[i]["tp"] * OUTLAST / per_copy[q] / step[q]))
+        return k + run * step[q]
 
     def descend(i: str, s: _Scheme) -> list[Probe]:
         """New probes for the sets all of whose measured supersets hold µops of the scheme."""
@@ -624,7 +625,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                 if (not p.settled(on[q], o.clear, o.noise) and len(p.samples) <= o.remeasure
                         and p.undecided(o.clear, o.noise)):
                     # noise: fresh samples, each with whole cycles of Q more copies
-                    sample(i, p, p.copies() + whole_cycles(len(q), on_q[(p.blocker, q)]))
+                    sample(i, p, p.copies() + step[q])
                     pending.append(p)
         if not pending:
             break
