@@ -327,8 +327,27 @@ def test_slow_schedules_are_never_faster_than_the_bound_and_respect_the_budget()
     assert [a["pair"] for a in aside] == [["c", "d"]]
 
 
-def test_a_faster_layout_counts_only_beyond_the_noise_margin():
-    from pmsolve.harness.layouts import FastestLayout
+def test_a_candidate_dropped_before_the_impostor_it_clashed_with_comes_back():
+    """The greedy screening drops "a" (slow with b and c, contradicted by z) before z, whose
+    other contradiction (faster than z alone) drops it next; then only slow schedules within the
+    budget speak against "a", and it comes back (a Zen 4 lost its GPR load so, to a zmm load)."""
+    size = {"a": 3, "b": 2, "c": 2, "z": 1}
+    t = {("a", "b"): (0.8, 1.0), ("a", "c"): (0.8, 1.0), ("a", "z"): (1.5, 2.0), ("b", "z"): (0.8, 0.9),
+         ("c", "z"): (1.0, 1.0), ("b", "c"): (0.5, 1.0)}
+    values = {}
+    for (i, j), (one, balanced) in t.items():
+        values[Experiment({i: 1, j: 1})] = one
+        values[Experiment({i: size[i], j: size[j]})] = balanced
+    weight = {"a": 2, "z": 2, "b": 5, "c": 5}
+    said = []
+    active, mult, dropped, aside = screen(sorted(size), size, weight, values, None, _o(slow_pairs=2), said.append)
+    assert [d["insn"] for d in dropped] == ["z"] and active == ["a", "b", "c"], said
+    assert sorted(a["pair"] for a in aside) == [["a", "b"], ["a", "c"]]
+    assert any("dropping a" in m for m in said) and any("a is a blocking candidate again" in m for m in said)
+
+
+def test_layouts_that_disagree_beyond_the_noise_margin_vote():
+    from pmsolve.harness.layouts import LayoutVote
 
     class ByCopies:   # tp⁻¹ by the number of instructions per iteration
         instructions, has_uop_counter = ("a", "b"), False
@@ -341,11 +360,14 @@ def test_a_faster_layout_counts_only_beyond_the_noise_margin():
 
     e = Experiment({"a": 1, "b": 1})
     slow_first = ByCopies({2: 0.66, 4: 1.09, 6: 1.635})
-    assert FastestLayout(slow_first, 2).measure([e]) == [pytest.approx(0.545)]                    # a slow schedule
-    assert FastestLayout(ByCopies({2: 1.0, 4: 1.946}), 2).measure([e]) == [1.0]                   # noise
-    assert FastestLayout(ByCopies({2: float("nan"), 4: 1.0, 6: 1.5}), 2).measure([e]) == [0.5]   # a failed layout
-    assert FastestLayout(ByCopies({2: 0.5, 4: 0.8, 6: 1.5}), 2).measure([e]) == [0.5]            # a too-fast glitch
-    assert FastestLayout(slow_first, 1).measure([e]) == [0.66]
+    assert LayoutVote(slow_first, 2).measure([e]) == [pytest.approx(0.545)]                    # a slow schedule
+    assert LayoutVote(ByCopies({2: 1.0, 4: 1.946}), 2).measure([e]) == [1.0]                   # noise
+    assert LayoutVote(ByCopies({2: 1.0, 4: 2.08}), 2).measure([e]) == [1.0]                    # noise, slower
+    assert LayoutVote(ByCopies({2: float("nan"), 4: 1.0, 6: 1.5}), 2).measure([e]) == [0.5]   # a failed layout
+    assert LayoutVote(ByCopies({2: 0.5, 4: 0.8, 6: 1.5}), 2).measure([e]) == [0.5]            # a too-fast glitch
+    assert LayoutVote(ByCopies({2: 0.45, 4: 1.0, 6: 1.5}), 2).measure([e]) == [0.5]           # ... in the first layout
+    assert LayoutVote(ByCopies({2: 0.5, 4: 1.2, 6: 1.5}), 2).measure([e]) == [0.5]            # a slow schedule, doubled
+    assert LayoutVote(slow_first, 1).measure([e]) == [0.66]
 
 
 @pytest.mark.parametrize("seconds", [None, 0.0])

@@ -60,9 +60,10 @@ class ExplainOptions:
     * ``tolerance``: relative slack of that final check (the scheme's mapping must reproduce each
       of its measured experiments within max(ε·|e|, tolerance·tp⁻¹)); None (default): 0 with a µop
       counter (ε alone), 0.03 without one, where every check is relative to the measurement's noise;
-    * ``layouts``: the classes and structure stages take the fastest of this many layouts of each
-      experiment (1×, 2×, … its counts, per copy; :mod:`pmsolve.harness.layouts`): real
-      schedulers sometimes settle into a slower schedule than the ports allow, and one such
+    * ``layouts``: the classes and structure stages measure each experiment in this many layouts
+      (1×, 2×, … its counts, per copy) and, when they disagree, in one more, and take the median
+      (:mod:`pmsolve.harness.layouts`): real schedulers sometimes settle into a slower schedule
+      than the ports allow, small loops sometimes measure faster than they can run, and one such
       measurement would drop a blocking instruction (default 1: each experiment as it is);
     * ``instructions``: restrict to these schemes (default: all the oracle knows);
     * ``backend``/``timeout``: solver for the CEGIS stage; ``max_conflicts``: how many

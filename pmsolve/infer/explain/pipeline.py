@@ -28,7 +28,7 @@ from pmsolve.infer.explain import stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.characterise import characterise
 from pmsolve.harness.cache import CachingOracle
-from pmsolve.harness.layouts import FastestLayout
+from pmsolve.harness.layouts import LayoutVote
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
@@ -102,7 +102,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     hook = get_hook(o.uop_hook)
     cp = Checkpoint(state, {**o.fingerprint(), "oracle": oracle_fingerprint(oracle)})
     orc = CachingOracle.in_state(oracle, cp.state)
-    paired = FastestLayout(orc, o.layouts) if o.layouts > 1 else orc   # for the stages that decide structure
+    paired = LayoutVote(orc, o.layouts) if o.layouts > 1 else orc   # for the stages that decide structure
     if cp.resumed:
         say(f"resuming from {cp.path}: stages {', '.join(cp.stages) or 'none'} done, {len(orc.known())} measurements")
 

@@ -33,7 +33,9 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    than measured (at most ``slow_pairs``) are set aside;
 6. **drops** — a suspect no multiplicity rescues is dropped from the blocking instructions with
    the core that contradicts it (its class members are characterised like any other scheme);
-   the rest go on. Never does a failing class stop the others.
+   the rest go on. Never does a failing class stop the others. A candidate dropped in the
+   pair screening comes back when the candidates left contradict it only by slow schedules
+   within the budget: the greedy order may drop it before the impostor it clashed with.
 
 The result has the shape of :func:`pmsolve.infer.explain.blocking.infer_blocking`'s.
 """
@@ -143,8 +145,10 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
     contradictions is tried as k µops on a k·s set (k = 2, …); failing that, pairs that only a
     slow schedule contradicts are set aside (at most ``o.slow_pairs`` per candidate; step 5 of
     the module doc); failing that, the lightest cover of the contradicted pairs leaves the
-    blocking instructions. Repeat until every pair is consistent. Returns the active
-    candidates, their multiplicities, the dropped ones and the set-aside experiments."""
+    blocking instructions. Repeat until every pair is consistent; then a dropped candidate that
+    the ones left contradict only by slow schedules comes back (on a Zen 4 ``mov r64, m64`` went
+    for its pairs with a zmm load that went after it). Returns the active candidates, their
+    multiplicities, the dropped ones and the set-aside experiments."""
     by_pair: dict[frozenset[str], list[tuple[Experiment, float]]] = {}
     for e, t in values.items():
         by_pair.setdefault(frozenset(e), []).append((e, t))
@@ -158,10 +162,46 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
         return [pair for pair in by_pair if pair <= set(members)
                 and not pair_consistent(*sorted(pair), by_pair[pair], w, m, r_max, o)]
 
+    def put_aside(i: str, j: str, slow: list[tuple[Experiment, float, float]]) -> None:
+        pair = frozenset((i, j))
+        for e, t, bound in slow:
+            progress(f"  {e} = {t:.4g} is slower than the port bound {bound:.4g} of the overlap of {i} "
+                     f"and {j} that fits their other pair experiments: set aside as a slow schedule")
+            aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
+                          "pair": [i, j]})
+        gone = {e for e, _, _ in slow}
+        by_pair[pair] = [x for x in by_pair[pair] if x[0] not in gone]
+        slow_count[i], slow_count[j] = slow_count.get(i, 0) + 1, slow_count.get(j, 0) + 1
+
+    def reinstate() -> bool:
+        """Bring back the first dropped candidate whose contradictions with the candidates left
+        are all slow schedules within everyone's budget: it was dropped for pairs with a
+        candidate dropped after it (an impostor that, dropped first, would have spared it)."""
+        for k, d in enumerate(dropped):
+            x = d["insn"]
+            mine = [p for p in bad_pairs(active + [x], width(), mult) if x in p]
+            partners = [next(iter(p - {x})) for p in mine]
+            if slow_count.get(x, 0) + len(mine) > o.slow_pairs or any(
+                    slow_count.get(y, 0) + 1 > o.slow_pairs for y in partners):
+                continue
+            slows = [slow_schedules(*sorted(p), by_pair[p], width(), mult, r_max, o) for p in mine]
+            if not all(slows):
+                continue
+            progress(f"  {x} is a blocking candidate again: the candidates left contradict it only by "
+                     f"{len(mine)} slow schedule(s)")
+            for p, slow in zip(mine, slows):
+                put_aside(*sorted(p), slow)
+            active.append(x)
+            del dropped[k]
+            return True
+        return False
+
     while True:
         bad = bad_pairs(active, width(), mult)
         if not bad:
-            return active, mult, dropped, aside
+            if reinstate():
+                continue
+            return sorted(active), mult, dropped, aside
         score: dict[str, int] = {}
         for pair in bad:
             for i in pair:
@@ -195,14 +235,7 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
             slow = slow_schedules(i, j, by_pair[pair], width(), mult, r_max, o)
             if not slow:
                 continue
-            for e, t, bound in slow:
-                progress(f"  {e} = {t:.4g} is slower than the port bound {bound:.4g} of the overlap of {i} "
-                         f"and {j} that fits their other pair experiments: set aside as a slow schedule")
-                aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
-                              "pair": [i, j]})
-            gone = {e for e, _, _ in slow}
-            by_pair[pair] = [x for x in by_pair[pair] if x[0] not in gone]
-            slow_count[i], slow_count[j] = slow_count.get(i, 0) + 1, slow_count.get(j, 0) + 1
+            put_aside(i, j, slow)
             set_aside = True
         if not set_aside:
             # the lightest set of candidates whose removal leaves no contradicted pair: on a Zen 4
