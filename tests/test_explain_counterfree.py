@@ -441,6 +441,15 @@ class _SteeringMachine(SimulatedOracle):
         return [t * self._factor(e) for e, t in zip(experiments, super().measure(experiments))]
 
 
+def _blocked_machine(ports: int, blockers: dict[str, frozenset[str]], schemes: dict[str, list]
+                     ) -> tuple[PortMapping, PortMapping, list[tuple[str, frozenset[str]]]]:
+    """A truth whose blocking instructions are one µop each on their sets, plus ``schemes``; the
+    blocking mapping alone; and the suite, smallest sets first, as the pipeline orders it."""
+    truth = PortMapping([str(p) for p in range(ports)], {**{b: [(q, 1)] for b, q in blockers.items()}, **schemes})
+    blocking = PortMapping(truth.ports, {b: [(q, 1)] for b, q in blockers.items()})
+    return truth, blocking, sorted(blockers.items(), key=lambda bq: (len(bq[1]), sorted(bq[1])))
+
+
 @pytest.mark.parametrize("mode", ["ports", "scheme", "both", "near"])
 def test_a_check_the_blocking_instructions_miss_alike_is_kept_with_its_stand_in(mode):
     """A scheme whose µops are exactly a blocking instruction's shares its slow schedules: the
@@ -451,10 +460,7 @@ def test_a_check_the_blocking_instructions_miss_alike_is_kept_with_its_stand_in(
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     blockers = {"b01": s(0, 1), "b02": s(0, 2), "b23": s(2, 3), "alu": s(0, 1, 2, 3), "ld": s(4, 5)}
-    truth = PortMapping([str(p) for p in range(6)], {**{b: [(q, 1)] for b, q in blockers.items()},
-                                                     "shuf": [(s(0, 2), 1)]})
-    blocking = PortMapping(truth.ports, {b: [(q, 1)] for b, q in blockers.items()})
-    suite = sorted(blockers.items(), key=lambda bq: (len(bq[1]), sorted(bq[1])))
+    truth, blocking, suite = _blocked_machine(6, blockers, {"shuf": [(s(0, 2), 1)]})
     orc = _SteeringMachine(truth, mode, r_max=6)
     single = {"shuf": {"tp": orc.measure([Experiment({"shuf": 1})])[0], "uops": None}}
     x = characterise(orc, ["shuf"], blocking, suite, single, 6, ExplainOptions(r_max=6).resolved(False), 0,
@@ -549,11 +555,8 @@ def test_a_derived_blocking_candidate_that_hides_a_load_is_turned_down():
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     blockers = {"vadd": s(0, 1, 2, 3), "aes": s(0, 1), "cvt": s(2, 3), "aload": s(4, 5), "alu": s(6, 7)}
-    truth = PortMapping([str(p) for p in range(8)], {**{b: [(q, 1)] for b, q in blockers.items()},
-                                                     "vmin_m": [(s(0, 1, 2, 3), 1), (s(4, 5), 1)],
-                                                     "vmin": [(s(1, 3), 1)]})
-    blocking = PortMapping(truth.ports, {b: [(q, 1)] for b, q in blockers.items()})
-    suite = sorted(blockers.items(), key=lambda bq: (len(bq[1]), sorted(bq[1])))
+    truth, blocking, suite = _blocked_machine(8, blockers, {"vmin_m": [(s(0, 1, 2, 3), 1), (s(4, 5), 1)],
+                                                            "vmin": [(s(1, 3), 1)]})
     chosen, wrong = at_port_rate(SimulatedOracle(truth, r_max=6), {s(1, 3): ["vmin_m", "vmin"]}, suite, blocking,
                                  6, ExplainOptions(r_max=6).resolved(False), lambda m: None)
     assert chosen == [("vmin", s(1, 3))]
@@ -594,10 +597,7 @@ def test_blocking_copies_outlast_a_slow_scheme(seed):
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     blockers = {"aes": s(0, 1), "bcast": s(0, 2), "cvt": s(2, 3), "vadd": s(0, 1, 2, 3), "ld": s(4, 5)}
-    truth = PortMapping([str(p) for p in range(6)], {**{b: [(q, 1)] for b, q in blockers.items()},
-                                                     "sqrt": [(s(2, 3), 1)]})
-    blocking = PortMapping(truth.ports, {b: [(q, 1)] for b, q in blockers.items()})
-    suite = sorted(blockers.items(), key=lambda bq: (len(bq[1]), sorted(bq[1])))
+    truth, blocking, suite = _blocked_machine(6, blockers, {"sqrt": [(s(2, 3), 1)]})
     orc = _SlowUnit(truth, r_max=6, noise=0.01, seed=seed)
     single = {"sqrt": {"tp": orc.measure([Experiment({"sqrt": 1})])[0], "uops": None}}
     x = characterise(orc, ["sqrt"], blocking, suite, single, 6, ExplainOptions(r_max=6).resolved(False), 0,
@@ -628,9 +628,7 @@ def test_misses_are_measured_again_a_few_at_a_time_until_one_stands():
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     blockers = {"aes": s(0, 1), "cvt": s(2, 3), "vadd": s(0, 1, 2, 3)}
-    truth = PortMapping([str(p) for p in range(4)], {**{b: [(q, 1)] for b, q in blockers.items()},
-                                                     "x": [(s(0, 1, 2, 3), 2)]})
-    blocking = PortMapping(truth.ports, {b: [(q, 1)] for b, q in blockers.items()})
+    truth, blocking, _ = _blocked_machine(4, blockers, {"x": [(s(0, 1, 2, 3), 2)]})
     orc = SimulatedOracle(truth)
     held = [Experiment({"x": 1, "aes": k}) for k in range(1, 11)]
     o = ExplainOptions().resolved(False)
