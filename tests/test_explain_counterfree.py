@@ -344,6 +344,9 @@ def test_a_candidate_dropped_before_the_impostor_it_clashed_with_comes_back():
     assert [d["insn"] for d in dropped] == ["z"] and active == ["a", "b", "c"], said
     assert sorted(a["pair"] for a in aside) == [["a", "b"], ["a", "c"]]
     assert any("dropping a" in m for m in said) and any("a is a blocking candidate again" in m for m in said)
+    # with a budget of one slow schedule per candidate its two slow partners keep it out
+    active, _, dropped, aside = screen(sorted(size), size, weight, values, None, _o(slow_pairs=1), lambda m: None)
+    assert [d["insn"] for d in dropped] == ["a", "z"] and active == ["b", "c"] and aside == []
 
 
 def test_layouts_that_disagree_beyond_the_noise_margin_vote():
