@@ -114,6 +114,9 @@ def _doc() -> dict:
             "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": []}]},
             "singles": {"y": 1.0}, "singles_reference": {"source": "a table", "values": {"y": 1.0}},
             "seconds": {"total": 12.0}, "notes": ["n<1>"],
+            "misses": {"margin": 0.05, "count": 3, "localised": 2, "cores": [
+                {"experiment": {"fma<z>": 1, "st": 1}, "measured": 1.74, "doubled": 1.73, "predicted": 1.0,
+                 "kind": "no shared port", "held_out": [{"fma<z>": 1, "st": 1, "y": 2}, {"fma<z>": 1, "st": 1, "x": 1}]}]},
             "slow_schedules": [{"experiment": {"imul<r>": 1, "mov": 4}, "measured": 1.625, "bound": 1.25}]}
 
 
@@ -127,6 +130,7 @@ def test_report_page_is_escaped_and_complete():
     assert "imul&lt;r&gt;, mov×4" in page and "1.625" in page and "id='slow-schedules'" in page
     assert "(derived blocking)" in page and "check: <code>x&lt;script&gt;×4</code> measured 2.500" in page
     assert "2 experiment(s)" in page     # the µop's witness and the check
+    assert dom.rows.get("miss") == 1 and "fma&lt;z&gt;, st, y×2" in page and "1.730" in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
@@ -144,6 +148,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     parsed.feed(dom)
     assert parsed.rows.get("scheme") == 2 and parsed.scripts == 0
     assert re.search(r"<table id=\"accuracy\"", dom) and re.search(r"<table id=\"ports\"", dom)
+    assert re.search(r"<table id=\"misses\"", dom)
     assert html.escape("x<script>") in dom and "1×[0,1]" in dom
 
 
@@ -164,6 +169,8 @@ def test_main_job_simulated(capsys, tmp_path):
     assert rows["ground truth"]["common"]["mape"] < 0.02
     assert rows["pmsolve (explain)"]["common"]["mape"] == pytest.approx(rows["ground truth"]["common"]["mape"])
     assert json.loads(out_file.read_text())["explanation"]["schemes"]      # `pmsolve explain` reads it
+    misses = out["misses"]   # the explained mapping is the truth: whatever misses is the 1 % noise
+    assert misses["count"] == sum(abs(x["pmsolve (explain)"] - x["measured"]) > 0.05 * x["measured"] for x in held)
     assert "<table id='schemes'>" in page.read_text()
     # a characterised scheme comes with the experiments not used to derive it, which it reproduces
     characterised = [x for x in out["schemes"] if x["source"] == "characterised"]

@@ -13,7 +13,9 @@ you sit at, without performance counters, and how well it predicts, next to llvm
    llvm-mca and OSACA (each with the model that fits this CPU best; fallbacks said) and PMEvo
    trained on the same schemes; every predictor is scored on the experiments all of them cover,
    and its own coverage is stated;
-5. **report** — text, JSON and a static HTML page (:mod:`pmsolve.jobs.report`).
+5. **misses** — the worst held-out misses of pmsolve's mapping shrunk to the smallest
+   sub-experiments that still miss (:mod:`pmsolve.jobs.misses`): which bottleneck is not a port;
+6. **report** — text, JSON and a static HTML page (:mod:`pmsolve.jobs.report`).
 
 Away from x86-64 Linux (or when asked) the same pipeline runs on a simulated Zen-like machine
 (:func:`pmsolve.generate.zen_like`) with noise and R_max, where the truth is known.
@@ -41,7 +43,7 @@ from pmsolve.harness.cache import CachingOracle
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
 from pmsolve.infer.explain.structure import slow_summary
 from pmsolve.isa import load_catalogue
-from pmsolve.jobs import profiles
+from pmsolve.jobs import misses as held_out_misses, profiles
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors import llvm_mca, osaca
@@ -111,6 +113,7 @@ class HostReport:
     models: list[ModelChoice]
     seconds: dict[str, float]
     notes: list[str] = field(default_factory=list)
+    misses: tuple[int, list[held_out_misses.Core]] | None = None   # (how many miss, their cores)
 
     def accuracy(self) -> dict[str, Any]:
         """Each predictor on the experiments every predictor covers, and on its own coverage."""
@@ -172,6 +175,9 @@ class HostReport:
                 "held_out": [{"experiment": dict(e.items()), "measured": m,
                               **{k: v[j] for k, v in self.predictions.items()}}
                              for j, (e, m) in enumerate(zip(self.held_out, self.measured))],
+                "misses": ({"margin": held_out_misses.MARGIN, "count": self.misses[0],
+                            "localised": sum(len(c.held_out) for c in self.misses[1]),
+                            "cores": [c.to_json() for c in self.misses[1]]} if self.misses else None),
                 "seconds": self.seconds, "notes": self.notes}
 
 
@@ -292,6 +298,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             say(f"  {done[0]} experiments measured ({time.monotonic() - t0:.0f} s)")
 
     hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
+    misses = None
     oracle = CachingOracle.in_sqlite(hw, work / "measurements.sqlite", on_error="nan")
     try:
         singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
@@ -333,6 +340,10 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)
             preds["PMEvo"] = _covered(pm, held, r_max)
             t = _stage(seconds, "PMEvo", t)
+        if scored:
+            say("  localising the worst held-out misses")
+            misses = held_out_misses.localise(oracle, mapping, r_max, held, measured)
+            t = _stage(seconds, "misses localised", t)
     finally:
         hw.close()
     seconds["total"] = round(time.monotonic() - t0, 1)
@@ -342,7 +353,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     if failed:
         notes.append(f"{failed} held-out experiment(s) could not be measured and are not scored")
     return HostReport(f"{cpu.describe()} (hardware)", config, cpu, mapping, r_max, result, singles, held, measured,
-                      preds, list(models), seconds, notes)
+                      preds, list(models), seconds, notes, misses)
 
 
 def _covered(mapping: PortMapping, held: list[Experiment], r_max: float | None) -> list[float | None]:
@@ -404,8 +415,9 @@ def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:
     held = held_out_experiments(sorted(mapping.uops), config.held_out, config.seed + 7919)
     measured = oracle.measure(held)
     preds = {"pmsolve (explain)": _covered(mapping, held, r_max), "ground truth": _covered(truth, held, 5)}
+    misses = held_out_misses.localise(oracle, mapping, r_max, held, measured)
     return HostReport("simulated Zen-like machine", config, None, mapping, r_max, result, singles, held, measured,
-                      preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"])
+                      preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"], misses)
 
 
 def render(report: HostReport) -> str:
@@ -437,6 +449,7 @@ def render(report: HostReport) -> str:
         lines.append(line)
     lines.append(f"  (τ-b .01: on measurements rounded to {RESOLUTION} cycles, the precision of published tables; "
                  "τ-b max: the most τ-b can be with the predictor's ties, as raw measurements tie no pair)")
+    lines += _misses_text(doc["misses"])
     ref = doc["singles_reference"]
     if ref and ref["values"]:
         lines += ["", f"singles vs published values ({ref['source'].split(';')[0]}):"]
@@ -447,6 +460,22 @@ def render(report: HostReport) -> str:
     lines += ["", "time: " + ", ".join(f"{k} {v:.0f} s" for k, v in report.seconds.items())]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
+
+
+def _misses_text(doc: dict[str, Any] | None, shown: int = 4) -> list[str]:
+    if not doc or not doc["count"]:
+        return []
+    lines = ["", f"held-out misses: {doc['count']} experiment(s) off pmsolve's prediction by more than "
+                 f"{100 * doc['margin']:.0f} %; the worst {doc['localised']} shrunk to the smallest sub-experiments "
+                 "that still miss (doubled: measured again with every count doubled, per copy):"]
+    for kind in held_out_misses.KINDS:
+        cores = [c for c in doc["cores"] if c["kind"] == kind]
+        if cores:
+            lines.append(f"  {kind}: {sum(len(c['held_out']) for c in cores)} miss(es), {len(cores)} core(s)")
+            lines += [f"    {str(Experiment(c['experiment'])):<60} {c['measured']:6.3f} (doubled {c['doubled']:6.3f}), "
+                      f"mapping {c['predicted']:6.3f}" + (f"  [{len(c['held_out'])} misses]" if len(c["held_out"]) > 1 else "")
+                      for c in cores[:shown]]
+    return lines
 
 
 def _pct(x: float | None) -> str:

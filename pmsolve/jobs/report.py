@@ -105,6 +105,26 @@ def _versus(vs: dict[str, Any] | None) -> str:
             f"<td class='num'>{_num(100 * first['mape'], 1) + ' %' if first else '–'}</td>")
 
 
+def _misses(doc: dict[str, Any] | None) -> list[str]:
+    if not doc or not doc.get("count"):
+        return []
+    out = ["<h3>Where the mapping misses</h3>",
+           f"<p>{_e(doc['count'])} held-out experiment(s) miss pmsolve's prediction by more than "
+           f"{_num(100 * doc['margin'], 0)} %; the worst {_e(doc['localised'])} are shrunk to the smallest "
+           "sub-experiments that still miss. <i>no shared port</i>: the schemes share no port in the mapping, "
+           "so the bottleneck is not a port; <i>unstable</i>: the doubled experiment does not miss.</p>",
+           "<table id='misses'><tr><th>kind</th><th>smallest experiment that misses</th><th>measured</th>"
+           "<th>doubled</th><th>mapping</th><th>held-out misses</th></tr>"]
+    for c in doc.get("cores", []):
+        held = "".join(f"<li><code>{_e(_exp(e))}</code></li>" for e in c["held_out"])
+        out.append(f"<tr class='miss'><td>{_e(c['kind'])}</td><td><code>{_e(_exp(c['experiment']))}</code></td>"
+                   f"<td class='num'>{_num(c['measured'])}</td><td class='num'>{_num(c['doubled'])}</td>"
+                   f"<td class='num'>{_num(c['predicted'])}</td><td><details><summary>{len(c['held_out'])}</summary>"
+                   f"<ul>{held}</ul></details></td></tr>")
+    out.append("</table>")
+    return out
+
+
 def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]:
     kinds: Counter[tuple[str, ...]] = Counter()
     for s in schemes:
@@ -140,6 +160,7 @@ def render_html(doc: dict[str, Any]) -> str:
                    f"{_e(m.get('model') or 'none')} — {_e(m['why'])}{' (fallback)' if m.get('fallback') and m.get('model') else ''}</p>")
     out.append("<h2>Accuracy on held-out experiments</h2>")
     out += _accuracy(doc.get("accuracy", {}))
+    out += _misses(doc.get("misses"))
     out.append("<h2>Ports and the µop kinds that use them</h2>")
     out += _ports_picture(doc.get("schemes", []), [str(p) for p in doc.get("port_names", [])])
     out.append("<h2>Schemes</h2><table id='schemes'><tr><th>scheme</th><th>tp⁻¹ measured</th><th>port usage</th>"

@@ -1,0 +1,109 @@
+"""Why held-out experiments miss: each miss shrunk to the smallest sub-experiment that still misses.
+
+A held-out experiment the mapping predicts badly says little by itself: four or five schemes,
+any of them, or any two together, may run into something the mapping does not model. So the
+worst misses are shrunk (a delta-debugging walk): of the sub-experiments that leave one scheme
+out, the one that misses most in the same direction replaces the experiment, until no such
+sub-experiment misses any more. What is left, the *core*, is the evidence the issue asks for
+("say which bottleneck is not a port, with the experiments"), and falls in one of three kinds:
+
+- ``scheme alone`` — one scheme on its own runs off its mapping (its µops were derived from
+  other experiments, e.g. a scheme that takes 0.6 cycles alone and 0.5 when doubled);
+- ``no shared port`` — schemes whose µops share no port in the mapping, so the mapping lets
+  them overlap fully, yet together they run slower (faster) than that: a bottleneck that is not
+  a port of the mapping (a register file, the store data path, a scheduler);
+- ``shared ports`` — schemes that do share ports, more slowly than the mapping says: the
+  mapping's port sets are too wide for them, or a non-port effect adds to the ports;
+- ``unstable`` — the core's doubled experiment (a second, independent measurement per copy) does
+  not miss: the miss was the measurement's, not the mapping's.
+
+The sub-experiments are measured after the predictors are scored and never used for anything
+else; they go through the job's measurement store, so a resumed job measures none of them twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import evaluate_many
+
+#: a relative miss beyond this counts (the MAPE the issue targets)
+MARGIN = 0.05
+KINDS = ("scheme alone", "no shared port", "shared ports", "unstable")
+
+
+@dataclass(frozen=True)
+class Core:
+    """The smallest sub-experiment that still misses, and the held-out misses that shrank to it."""
+
+    experiment: Experiment
+    measured: float
+    predicted: float
+    doubled: float      # cycles per copy of the core's doubled experiment
+    kind: str
+    held_out: tuple[Experiment, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"experiment": dict(self.experiment.items()), "measured": self.measured,
+                "predicted": self.predicted, "doubled": self.doubled, "kind": self.kind,
+                "held_out": [dict(e.items()) for e in self.held_out]}
+
+
+def miss(measured: float, predicted: float) -> float:
+    """Signed relative miss: positive when the experiment runs slower than predicted."""
+    return (measured - predicted) / measured
+
+
+def kind_of(mapping: PortMapping, e: Experiment) -> str:
+    """Which of the first three :data:`KINDS` a core is (module doc)."""
+    names = list(e)
+    if len(names) == 1:
+        return KINDS[0]
+    ports = [set().union(*(u.ports for u in mapping.uops[n])) for n in names]
+    shared = any(ports[i] & ports[j] for i in range(len(ports)) for j in range(i + 1, len(ports)))
+    return KINDS[2] if shared else KINDS[1]
+
+
+def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[Experiment],
+             measured: Sequence[float], *, margin: float = MARGIN, limit: int = 30) -> tuple[int, list[Core]]:
+    """(number of held-out experiments of ``mapping``'s schemes that miss by more than
+    ``margin``, their cores): the ``limit`` worst are shrunk level by level, one batch of
+    measurements per level for all of them. Cores are sorted by how many misses shrank to them."""
+    known: dict[Experiment, float] = {}
+    mine = [(e, m) for e, m in zip(held, measured)
+            if m == m and m > 0 and all(n in mapping.uops for n in e)]
+    predicted = dict(zip((e for e, _ in mine), (float(p) for p in evaluate_many(mapping, [e for e, _ in mine], r_max=r_max))))
+    misses = [(e, m) for e, m in mine if abs(miss(m, predicted[e])) > margin]
+    misses.sort(key=lambda em: -abs(miss(em[1], predicted[em[0]])))
+    current = {e: e for e, _ in misses[:limit]}     # held-out experiment -> where its walk stands
+    known.update(misses[:limit])
+    done: dict[Experiment, Experiment] = {}
+    while current:
+        subs = {e: [Experiment({n: c for n, c in at.items() if n != leave}) for leave in at]
+                for e, at in current.items() if len(at.counts) > 1}
+        fresh = list(dict.fromkeys(s for ss in subs.values() for s in ss if s not in known))
+        if fresh:
+            known.update(zip(fresh, oracle.measure(fresh)))
+            predicted.update(zip(fresh, (float(p) for p in evaluate_many(mapping, fresh, r_max=r_max))))
+        for e, at in list(current.items()):
+            sign = miss(known[at], predicted[at]) > 0
+            worse = [s for s in subs.get(e, []) if known[s] == known[s] and known[s] > 0
+                     and abs(miss(known[s], predicted[s])) > margin and (miss(known[s], predicted[s]) > 0) == sign]
+            if worse:
+                current[e] = max(worse, key=lambda s: abs(miss(known[s], predicted[s])))
+            else:
+                done[e] = current.pop(e)
+    groups: dict[Experiment, list[Experiment]] = {}
+    for e, core in done.items():
+        groups.setdefault(core, []).append(e)
+    twice = [Experiment({n: 2 * k for n, k in c.items()}) for c in groups]
+    doubled = [t / 2 for t in oracle.measure(twice)] if twice else []
+    cores = [Core(c, known[c], predicted[c], d,
+                  kind_of(mapping, c) if d == d and miss(d, predicted[c]) * miss(known[c], predicted[c]) > 0
+                  and abs(miss(d, predicted[c])) > margin else KINDS[3], tuple(es))
+             for (c, es), d in zip(groups.items(), doubled)]
+    cores.sort(key=lambda c: (-len(c.held_out), -abs(miss(c.measured, c.predicted)), str(c.experiment)))
+    return len(misses), cores

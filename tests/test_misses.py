@@ -1,0 +1,65 @@
+"""Held-out misses shrunk to their smallest missing sub-experiments (pmsolve.jobs.misses).
+
+The 'hardware' is a simulated machine whose truth differs from the mapping under test in known
+ways, so the core each miss must shrink to, and its kind, are known."""
+
+from __future__ import annotations
+
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.jobs.misses import localise
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import evaluate_many
+
+PORTS = ("0", "1", "2", "3", "h")
+# the truth: a and b also need a resource h that the mapping does not know; e takes two µops on
+# port 2 where the mapping has one; g needs port 0, which f uses, where the mapping has it take
+# two µops on ports 0 and 2 (as fast alone, but together with f it leans on port 2)
+TRUTH = PortMapping(PORTS, {"a": [({"0"}, 1), ({"h"}, 1)], "b": [({"1"}, 1), ({"h"}, 1)],
+                            "c": [({"2"}, 1)], "d": [({"3"}, 1)], "e": [({"2"}, 2)],
+                            "f": [({"0"}, 1)], "g": [({"0"}, 1)]})
+MAPPING = PortMapping(PORTS[:4], {"a": [({"0"}, 1)], "b": [({"1"}, 1)], "c": [({"2"}, 1)], "d": [({"3"}, 1)],
+                                  "e": [({"2"}, 1)], "f": [({"0"}, 1)], "g": [({"0", "2"}, 2)]})
+
+
+def _run(held, measured=None, **kw):
+    oracle = SimulatedOracle(TRUTH)
+    measured = oracle.measure(held) if measured is None else measured
+    return localise(oracle, MAPPING, None, held, measured, **kw)
+
+
+def test_each_miss_shrinks_to_its_smallest_missing_sub_experiment_and_says_what_kind_it_is():
+    held = [Experiment({"a": 1, "b": 1, "c": 1, "d": 1}),   # 2.0 (h), mapping 1.0
+            Experiment({"c": 1, "d": 1, "e": 1}),           # 3.0 on port 2, mapping 2.0
+            Experiment({"b": 1, "d": 1, "f": 1, "g": 1}),   # 2.0 on port 0, mapping 1.5
+            Experiment({"a": 1, "c": 1, "d": 1})]           # no miss: the mapping is right here
+    count, cores = _run(held)
+    assert count == 3
+    got = {c.experiment: (c.kind, c.measured, c.predicted, c.doubled, c.held_out) for c in cores}
+    assert got == {Experiment({"a": 1, "b": 1}): ("no shared port", 2.0, 1.0, 2.0, (held[0],)),
+                   Experiment({"e": 1}): ("scheme alone", 2.0, 1.0, 2.0, (held[1],)),
+                   Experiment({"f": 1, "g": 1}): ("shared ports", 2.0, 1.5, 2.0, (held[2],))}
+
+
+def test_misses_that_shrink_to_one_core_are_counted_together_and_only_the_worst_are_shrunk():
+    held = [Experiment({"a": 1, "b": 1, "c": 1}), Experiment({"a": 1, "b": 1, "d": 1}),
+            Experiment({"c": 1, "d": 1, "e": 2})]   # e×2: 5.0 against 3.0, the smallest relative miss
+    count, cores = _run(held, limit=2)
+    assert count == 3 and len(cores) == 1
+    assert cores[0].experiment == Experiment({"a": 1, "b": 1}) and set(cores[0].held_out) == set(held[:2])
+
+
+def test_a_miss_that_its_doubled_core_does_not_repeat_is_unstable():
+    """A held-out value that was an outlier: no sub-experiment misses, and neither does the
+    experiment measured again doubled, so the miss is the measurement's."""
+    e = Experiment({"a": 1, "c": 1, "d": 1})
+    count, cores = _run([e], measured=[1.6])
+    assert count == 1 and [(c.experiment, c.kind, c.measured, c.doubled) for c in cores] == [(e, "unstable", 1.6, 1.0)]
+
+
+def test_a_faster_miss_shrinks_only_through_faster_sub_experiments():
+    """Running faster than predicted and slower are different stories: a sub-experiment that
+    misses the other way does not continue the walk."""
+    e = Experiment({"a": 1, "b": 1, "c": 1, "d": 1})
+    assert float(evaluate_many(MAPPING, [e])[0]) == 1.0
+    count, cores = _run([e], measured=[0.8])     # faster than the mapping; a,b alone run slower
+    assert count == 1 and [c.experiment for c in cores] == [e]
