@@ -472,9 +472,10 @@ def _misses_text(doc: dict[str, Any] | None, shown: int = 4) -> list[str]:
         cores = [c for c in doc["cores"] if c["kind"] == kind]
         if cores:
             lines.append(f"  {kind}: {sum(len(c['held_out']) for c in cores)} miss(es), {len(cores)} core(s)")
-            lines += [f"    {str(Experiment(c['experiment'])):<60} {c['measured']:6.3f} (doubled {c['doubled']:6.3f}), "
-                      f"mapping {c['predicted']:6.3f}" + (f"  [{len(c['held_out'])} misses]" if len(c["held_out"]) > 1 else "")
-                      for c in cores[:shown]]
+            for c in cores[:shown]:
+                times = f"  [{len(c['held_out'])} misses]" if len(c["held_out"]) > 1 else ""
+                lines.append(f"    {str(Experiment(c['experiment'])):<60} {c['measured']:6.3f} "
+                             f"(doubled {c['doubled']:6.3f}), mapping {c['predicted']:6.3f}{times}")
     return lines
 
 

@@ -5,10 +5,10 @@ any of them, or any two together, may run into something the mapping does not mo
 worst misses are shrunk (a delta-debugging walk): of the sub-experiments that leave one scheme
 out, the one that misses most in the same direction replaces the experiment, until no such
 sub-experiment misses any more. What is left, the *core*, is the evidence the issue asks for
-("say which bottleneck is not a port, with the experiments"), and falls in one of three kinds:
+("say which bottleneck is not a port, with the experiments"), and is of one of four kinds:
 
 - ``scheme alone`` — one scheme on its own runs off its mapping (its µops were derived from
-  other experiments, e.g. a scheme that takes 0.6 cycles alone and 0.5 when doubled);
+  other experiments, against the blocking instructions);
 - ``no shared port`` — schemes whose µops share no port in the mapping, so the mapping lets
   them overlap fully, yet together they run slower (faster) than that: a bottleneck that is not
   a port of the mapping (a register file, the store data path, a scheduler);
@@ -75,7 +75,7 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
     known: dict[Experiment, float] = {}
     mine = [(e, m) for e, m in zip(held, measured)
             if m == m and m > 0 and all(n in mapping.uops for n in e)]
-    predicted = dict(zip((e for e, _ in mine), (float(p) for p in evaluate_many(mapping, [e for e, _ in mine], r_max=r_max))))
+    predicted = {e: float(p) for (e, _), p in zip(mine, evaluate_many(mapping, [e for e, _ in mine], r_max=r_max))}
     misses = [(e, m) for e, m in mine if abs(miss(m, predicted[e])) > margin]
     misses.sort(key=lambda em: -abs(miss(em[1], predicted[em[0]])))
     current = {e: e for e, _ in misses[:limit]}     # held-out experiment -> where its walk stands
