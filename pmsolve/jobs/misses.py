@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pmsolve.harness.layouts import scaled
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import evaluate_many
 
@@ -55,6 +56,12 @@ class Core:
 def miss(measured: float, predicted: float) -> float:
     """Signed relative miss: positive when the experiment runs slower than predicted."""
     return (measured - predicted) / measured
+
+
+def misses_like(t: float, predicted: float, slower: bool, margin: float) -> bool:
+    """Does the measurement ``t`` miss ``predicted`` by more than ``margin``, slower when
+    ``slower`` and faster otherwise (an unmeasured NaN misses nothing)?"""
+    return t == t and t > 0 and abs(miss(t, predicted)) > margin and (miss(t, predicted) > 0) == slower
 
 
 def kind_of(mapping: PortMapping, e: Experiment) -> str:
@@ -89,9 +96,8 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
             known.update(zip(fresh, oracle.measure(fresh)))
             predicted.update(zip(fresh, (float(p) for p in evaluate_many(mapping, fresh, r_max=r_max))))
         for e, at in list(current.items()):
-            sign = miss(known[at], predicted[at]) > 0
-            worse = [s for s in subs.get(e, []) if known[s] == known[s] and known[s] > 0
-                     and abs(miss(known[s], predicted[s])) > margin and (miss(known[s], predicted[s]) > 0) == sign]
+            slower = miss(known[at], predicted[at]) > 0
+            worse = [s for s in subs.get(e, []) if misses_like(known[s], predicted[s], slower, margin)]
             if worse:
                 current[e] = max(worse, key=lambda s: abs(miss(known[s], predicted[s])))
             else:
@@ -99,11 +105,10 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
     groups: dict[Experiment, list[Experiment]] = {}
     for e, core in done.items():
         groups.setdefault(core, []).append(e)
-    twice = [Experiment({n: 2 * k for n, k in c.items()}) for c in groups]
-    doubled = [t / 2 for t in oracle.measure(twice)] if twice else []
+    doubled = [t / 2 for t in oracle.measure([scaled(c, 2) for c in groups])] if groups else []
     cores = [Core(c, known[c], predicted[c], d,
-                  kind_of(mapping, c) if d == d and miss(d, predicted[c]) * miss(known[c], predicted[c]) > 0
-                  and abs(miss(d, predicted[c])) > margin else KINDS[3], tuple(es))
+                  kind_of(mapping, c) if misses_like(d, predicted[c], miss(known[c], predicted[c]) > 0, margin)
+                  else KINDS[3], tuple(es))
              for (c, es), d in zip(groups.items(), doubled)]
     cores.sort(key=lambda c: (-len(c.held_out), -abs(miss(c.measured, c.predicted)), str(c.experiment)))
     return len(misses), cores
