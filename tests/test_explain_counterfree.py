@@ -756,3 +756,47 @@ def test_the_slow_mix_budget_counts_the_mixes_set_aside_not_those_left_out_on_th
         assert not agreement(truth, res.mapping).different
     else:
         assert kept != set(truth.instructions) and res.summary["blocking"]["slow_schedules"] == []
+
+
+class _Chained(SimulatedOracle):
+    """``chain`` takes 2 cycles per iteration however many copies run (a dependency through
+    them, not a unit): alone it looks like 2 unit cycles, two copies do not take 4."""
+
+    def measure(self, experiments):
+        return [max(t, 2.0 * self._factor(e)) if "chain" in set(e) else t
+                for e, t in zip(experiments, super().measure(experiments))]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_schemes_slow_alone_by_whole_cycles_get_units_and_which_share_one_is_measured(seed):
+    """A truth with two units no blocking instruction uses: a divider held 3 cycles by ``div``
+    and 5 by ``sqrt``, and a one-per-cycle unit of two read-modify-write forms (Zen 4's
+    ``vdivps`` / ``vsqrtps`` and ``add m32, r32``). The inference finds the truth up to
+    renaming, units included, with the pairs that tell the units apart as witnesses; ``slow``
+    (3.5 cycles alone, on a two-port unit) stays a misfit: unit cycles are whole numbers."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    units = {"div": [(s(0, 1), 1), (s("D"), 3)], "sqrt": [(s(0, 1), 1), (s("D"), 5)],
+             "rmw": [(s(4, 5), 1), (s(6, 7), 1), (s("M"), 1)], "rmw2": [(s(4, 5), 1), (s(6, 7), 1), (s("M"), 1)]}
+    truth = PortMapping([str(p) for p in range(8)] + ["D", "M"], {
+        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
+        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)], **units})
+    machine = PortMapping(truth.ports + ("X", "Y"), {**truth.uops, "slow": [(s(0, 1), 1), (s("X", "Y"), 7)],
+                                                      "chain": [(s(2, 3), 1)]})
+    res = infer(_Chained(machine, r_max=6, noise=0.01, seed=seed),
+                ExplainOptions(epsilon=0.03, r_max=6, not_blocking=tuple(units) + ("plain", "slow", "chain")))
+    assert {u["first"]: len(u["members"]) for u in res.summary["units"]} == {"rmw": 2, "div": 2}
+    assert "slow" in res.misfits and "slow" not in res.mapping.uops
+    assert "chain" in res.misfits and "do not reproduce" in res.misfits["chain"].reason
+    ag = agreement(truth, res.mapping)
+    assert not ag.different and not ag.missing, (ag.different, ag.missing, res.misfits)
+    x = res.explanations["sqrt"]
+    [unit] = [ps for ps, _ in x.uops if ps[0].startswith("U")]
+    kinds = [w.kind for w in x.witnesses[",".join(unit)]]
+    assert x.source == "unit" and kinds[0] == "singleton" and "unit" in kinds and "check" in kinds
+
+
+def test_unit_cycles_are_whole_numbers_within_the_tolerance():
+    from pmsolve.infer.explain.units import Slow
+
+    o = ExplainOptions(epsilon=0.03, r_max=6).resolved(False)
+    assert [Slow("x", (), t).cycles(o) for t in (0.98, 2.97, 5.02, 3.5, 0.66, 1.2)] == [1, 3, 5, None, None, None]

@@ -511,13 +511,14 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
                 return out
         return out
 
+    canon = tuple(sorted(((tuple(sort_ports(q)), n) for q, n in found.items()), key=lambda x: (len(x[0]), x[0])))
     if held and (yield from missed([(singleton, single["tp"])])):
         slower = single["tp"] > mod[singleton]
         why = ("slower than its µops explain: a bottleneck other than the ports (e.g. an unpipelined unit or "
                "microcode)" if slower else "faster than its µops allow")
         return Explanation(misfit=Misfit("outside the model", f"alone it runs at {single['tp']:.4g} cycles, "
                                          f"{why}; the blocked ports hold {_fmt(uops)} (modelled {mod[singleton]:.4g})",
-                                         ((singleton, single["tp"]),)),
+                                         ((singleton, single["tp"]),), canon if slower else ()),
                            counted=counted, others=tuple(_witness(p, None, None) for p in probes))
     bad = yield from missed(derived)
     if bad:
@@ -542,7 +543,6 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
                       for q in found if uop_key(q) not in witnesses})
     others = tuple(_witness(p, mod[p.samples[-1][0]], mod[p.samples[-1][1]]) for p in probes
                    if p.q not in found) + checks
-    canon = tuple(sorted(((tuple(sort_ports(q)), n) for q, n in found.items()), key=lambda x: (len(x[0]), x[0])))
     confidence = min((p.margin() for p in probes), default=1.0) if counted is None else None
     return Explanation(canon, witnesses, others, None, counted, "characterised", confidence)
 

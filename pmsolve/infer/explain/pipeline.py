@@ -6,7 +6,9 @@
 4. ``peak``        — the front-end limit (peak IPC) and the warning of sec. 6.2.3;
 5. ``blocking``    — CEGIS on the representatives (+ improper blocking instructions);
 6. ``run0`` …      — every other scheme against the blocking suite, once per run;
-7. the majority vote over the runs, witnesses per µop, misfits per category.
+7. the majority vote over the runs, witnesses per µop, misfits per category;
+8. ``units``       — without a counter: schemes alone slower than their ports by whole cycles
+                     get a unit (an extra one-port resource, :mod:`~pmsolve.infer.explain.units`).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
 rerunning the same call continues where an interrupted one stopped.
@@ -34,6 +36,7 @@ from pmsolve.infer.explain.checkpoint import Checkpoint
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure, slow_summary
+from pmsolve.infer.explain.units import place as place_units
 from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
 from pmsolve.infer.progress import Progress, emitter
@@ -230,7 +233,13 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
             cp.finish(name, {i: x.to_json() for i, x in got.items()})
         per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
     explanations.update(vote(per_run))
-    mapping = _final_mapping(bmap, explanations)
+    units: list[dict[str, Any]] = []
+    if not counter:   # a counter's µop counts leave no room for unit cycles
+        got = stage(f"units (runs={o.runs}, {o.characterisation_key()})", lambda: _units(orc, explanations, bmap, r_max, o, say))
+        units = got["units"]
+        explanations.update({i: Explanation.from_json(x) for i, x in got["schemes"].items()})
+    summary["units"] = units
+    mapping = _final_mapping(bmap, explanations, [u["port"] for u in units])
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),
                         "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns),
@@ -280,10 +289,22 @@ def _blocking_explanations(bmap: PortMapping, classes: list[dict[str, Any]], sin
     return out
 
 
-def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation]) -> PortMapping | None:
+def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping, r_max: float | None,
+           o: ExplainOptions, say: Callable[[str], None]) -> dict[str, Any]:
+    """The units stage (:mod:`~pmsolve.infer.explain.units`) as a checkpointable value; when the
+    oracle cannot measure its experiments the slow schemes stay misfits."""
+    try:
+        units, placed = place_units(oracle, explanations, bmap, r_max, o, say)
+    except (MeasurementError, UnknownNameError) as err:
+        say(f"  no units: their experiments could not be measured ({str(err)[:160]})")
+        return {"units": [], "schemes": {}}
+    return {"units": units, "schemes": {i: x.to_json() for i, x in placed.items()}}
+
+
+def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation], units: list[str]) -> PortMapping | None:
     table = {i: [(frozenset(ps), n) for ps, n in x.uops] for i, x in explanations.items()
              if x.misfit is None and x.uops}
-    return PortMapping(bmap.ports, table) if table else None
+    return PortMapping(tuple(bmap.ports) + tuple(units), table) if table else None
 
 
 __all__ = ["ExplainOptions", "ExplainResult", "explain", "port_names"]

@@ -81,24 +81,31 @@ class Witness:
 
 @dataclass(frozen=True)
 class Misfit:
-    """An instruction the algorithm does not map, with why (one of :data:`CATEGORIES`)."""
+    """An instruction the algorithm does not map, with why (one of :data:`CATEGORIES`).
+    ``uops``: the µops on ports found for a scheme alone slower than they explain, which
+    :mod:`~pmsolve.infer.explain.units` may complete with a unit."""
 
     category: str
     reason: str
     experiments: tuple[tuple[Experiment, float], ...] = ()
+    uops: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"unknown misfit category {self.category!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"category": self.category, "reason": self.reason,
-                "experiments": [{"experiment": exp_json(e), "measured": t} for e, t in self.experiments]}
+        out = {"category": self.category, "reason": self.reason,
+               "experiments": [{"experiment": exp_json(e), "measured": t} for e, t in self.experiments]}
+        if self.uops:
+            out["uops"] = [{"ports": list(ps), "count": n} for ps, n in self.uops]
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Misfit":
         return cls(d["category"], d["reason"],
-                   tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("experiments", [])))
+                   tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("experiments", [])),
+                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("uops", [])))
 
 
 @dataclass(frozen=True)

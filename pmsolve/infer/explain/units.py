@@ -1,0 +1,179 @@
+"""Units: a bottleneck other than the ports, as extra one-port resources (past the paper's model).
+
+A scheme that alone runs a whole number of cycles n ≥ 1 where its µops on the ports allow less
+(Zen 4's ``vdivpd xmm``: 5 cycles where two pipes allow 1; its read-modify-write forms such as
+``add m32, r32``: 1 cycle where the ports allow 0.5) holds an unpipelined unit for n cycles.
+Modelled as n µops on an extra port that only such schemes use, the result stays a port mapping:
+every throughput routine predicts mixes with it unchanged. A unit's "µops" are cycles of the
+unit, not decoded µops.
+
+Which schemes share a unit is measured, not assumed: a scheme beside the first member of a unit
+takes the sum of their unit cycles when they share it and the longer of the two when they do not
+(:func:`verdict`). Each placement is then checked on experiments not used to make it: two copies
+of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, and
+the blocking-instruction experiments of its characterisation. A scheme whose time is not a whole
+number of cycles, or whose pairs or checks miss, stays a misfit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
+from pmsolve.infer.progress import Progress
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.throughput import batch_inverse_throughput
+
+#: unit port names are this prefix and a number (U1, U2, …): after the numbered ports
+PREFIX = "U"
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A scheme alone slower than its µops on ports explain: those µops and its time."""
+
+    name: str
+    uops: tuple[tuple[tuple[str, ...], int], ...]
+    tp: float
+
+    def cycles(self, o: ExplainOptions) -> int | None:
+        """The whole number of unit cycles its time shows, None when it is not whole."""
+        n = round(self.tp)
+        return n if n >= 1 and not off(Experiment({self.name: 1}), self.tp, n, o) else None
+
+
+def slow_schemes(explanations: dict[str, Explanation]) -> list[Slow]:
+    """The misfits that carry the µops found on ports (only the 'alone slower' ones do)."""
+    return [Slow(i, x.misfit.uops, x.misfit.experiments[0][1]) for i, x in sorted(explanations.items())
+            if x.misfit is not None and x.misfit.uops and x.misfit.experiments]
+
+
+def _uops(s: Slow, port: str, n: int) -> list[tuple[frozenset[str], int]]:
+    return [(frozenset(ps), k) for ps, k in s.uops] + [(frozenset({port}), n)]
+
+
+def off(e: Experiment, t: float, m: float, o: ExplainOptions) -> bool:
+    """Measured ``t`` misses modelled ``m`` (the characterisation's test: epsilon per instruction)."""
+    return abs(t - m) > max(o.epsilon * e.size, o.tolerance * m)
+
+
+def verdict(e: Experiment, t: float, shared: float, apart: float, o: ExplainOptions) -> str:
+    """'shared', 'separate', 'neither' (the pair fits no hypothesis) or 'undecided' (both predict
+    the same: the ports bound the pair)."""
+    if not off(e, shared, apart, o):
+        return "neither" if off(e, t, shared, o) else "undecided"
+    return "shared" if not off(e, t, shared, o) else "separate" if not off(e, t, apart, o) else "neither"
+
+
+def _pair(a: Slow, na: int, b: Slow, nb: int, same: bool, ports: tuple[str, ...]) -> PortMapping:
+    """The two schemes alone, on one unit (``same``) or on one each."""
+    ua, ub = "unit a", "unit a" if same else "unit b"
+    return PortMapping(ports + tuple(dict.fromkeys((ua, ub))), {a.name: _uops(a, ua, na), b.name: _uops(b, ub, nb)})
+
+
+def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMapping, r_max: float | None,
+          o: ExplainOptions, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
+    """Units for the slow schemes among ``explanations``: returns the units that stand (port,
+    first member, members; a unit whose first member fails its checks is dropped with its name) and a new explanation for every slow scheme placed or turned down on the way
+    (mapped with its unit, or its misfit with why not). Schemes are taken by unit cycles, fewest
+    first; each becomes the first member of a new unit unless it shares one found before. One
+    measurement batch per unit, and one for all checks."""
+    slow = {s.name: s for s in slow_schemes(explanations)}
+    cycles = {i: s.cycles(o) for i, s in slow.items()}
+    pending = sorted((i for i in slow if cycles[i]), key=lambda i: (cycles[i], i))
+    out: dict[str, Explanation] = {}
+    units: list[dict[str, Any]] = []
+    of: dict[str, str] = {}                          # scheme -> its unit's port
+    pairs: dict[str, list[Witness]] = {}             # scheme -> its pairs with first members
+    while pending:
+        first = pending.pop(0)
+        port = f"{PREFIX}{len(units) + 1}"
+        units.append({"port": port, "first": first, "members": [first]})
+        of[first] = port
+        exps = [Experiment({i: 1, first: 1}) for i in pending]
+        measured = oracle.measure(exps) if exps else []
+        keep = []
+        for i, e, t in zip(pending, exps, measured):
+            sh, ap = (float(batch_inverse_throughput([(_pair(slow[i], cycles[i], slow[first], cycles[first], same,
+                                                             tuple(blocking.ports)), e)], r_max)[0])
+                      for same in (True, False))
+            v = verdict(e, t, sh, ap, o)
+            w = Witness("unit", e, t, sh if v == "shared" else ap)
+            pairs.setdefault(i, []).append(w)
+            if v == "shared":
+                of[i] = port
+                units[-1]["members"].append(i)
+                pairs.setdefault(first, []).append(w)
+            elif v == "neither":
+                out[i] = _misfit(explanations[i], f"beside {first}, the first scheme of unit {port}, it takes "
+                                 f"{t:.4g} cycles where sharing the unit gives {sh:.4g} and not sharing it {ap:.4g}",
+                                 ((e, t),))
+            else:
+                keep.append(i)
+        pending = keep
+    progress(f"  {len(of)} slow scheme(s) on {len(units)} unit(s): "
+             + ", ".join(f"{u['port']} {u['first']} (+{len(u['members']) - 1})" for u in units[:6]))
+    out.update(_checked(oracle, units, slow, cycles, of, pairs, explanations, blocking, r_max, o))
+    kept = [u for u in units if out[u["first"]].misfit is None]   # a unit lives by its first member
+    return [{**u, "members": [i for i in u["members"] if out[i].misfit is None]} for u in kept], out
+
+
+def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cycles: dict[str, int | None],
+             of: dict[str, str], pairs: dict[str, list[Witness]], explanations: dict[str, Explanation],
+             blocking: PortMapping, r_max: float | None, o: ExplainOptions) -> dict[str, Explanation]:
+    """Every placement against experiments not used to make it (module doc), in one batch; a
+    unit whose first member misses is no unit for any member."""
+    full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
+                       {**blocking.uops, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
+    checks: dict[str, list[Experiment]] = {}
+    for u in units:
+        rest = u["members"][1:]                      # pairs with the first member are witnesses already
+        for k, i in enumerate(u["members"]):
+            checks[i] = [Experiment({i: 2})]
+            if i in rest and len(rest) > 1:
+                checks[i].append(Experiment({i: 1, rest[k % len(rest)]: 1}))   # the next one, cyclically
+    todo = sorted({e for es in checks.values() for e in es}, key=str)
+    measured = dict(zip(todo, oracle.measure(todo)))
+    miss = {i: _misses(checks[i], measured, explanations[i], full, r_max, o) for i in of}
+    first = {u["port"]: u["first"] for u in units}
+    out: dict[str, Explanation] = {}
+    for i, port in of.items():
+        x, n = explanations[i], cycles[i]
+        if miss[i] or miss[first[port]]:
+            why = (f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce {len(miss[i])} "
+                   "experiment(s) not used to derive them" if miss[i] else
+                   f"the first scheme of its unit ({port}), {first[port]}, misses its checks")
+            out[i] = _misfit(x, why, tuple(miss[i]))
+            continue
+        sw = Witness("singleton", Experiment({i: 1}), slow[i].tp, _model(full, Experiment({i: 1}), r_max))
+        on_unit = (sw,) + tuple(pairs.get(i, ())) + tuple(Witness("check", e, measured[e], _model(full, e, r_max))
+                                                           for e in checks[i])
+        others = tuple(replace(w, modelled=_model(full, w.experiment, r_max),
+                               modelled_baseline=_model(full, w.baseline, r_max)) for w in x.others)
+        witnesses = {uop_key(q): (sw,) + tuple(w for w in others if set(q) <= set(w.ports)) for q, _ in slow[i].uops}
+        witnesses[uop_key((port,))] = on_unit
+        out[i] = Explanation(tuple(slow[i].uops) + (((port,), n),), witnesses, others, None, x.counted, "unit",
+                             x.confidence)
+    return out
+
+
+def _model(m: PortMapping, e: Experiment | None, r_max: float | None) -> float | None:
+    return None if e is None else float(batch_inverse_throughput([(m, e)], r_max)[0])
+
+
+def _misses(checks: list[Experiment], measured: dict[Experiment, float], x: Explanation, full: PortMapping,
+            r_max: float | None, o: ExplainOptions) -> list[tuple[Experiment, float]]:
+    """The checks and the characterisation's blocking experiments (and baselines) it misses."""
+    bad = [(e, measured[e]) for e in checks if off(e, measured[e], _model(full, e, r_max), o)]
+    for w in x.others:
+        for e, t in ((w.experiment, w.measured), (w.baseline, w.measured_baseline)):
+            if e is not None and t is not None and off(e, t, _model(full, e, r_max), o):
+                bad.append((e, t))
+    return bad
+
+
+def _misfit(x: Explanation, why: str, experiments: tuple) -> Explanation:
+    m = x.misfit
+    return replace(x, misfit=Misfit(m.category, f"{m.reason}; {why}", m.experiments + experiments, m.uops))
