@@ -44,6 +44,7 @@ from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explai
 from pmsolve.infer.explain.structure import slow_summary
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
+from pmsolve.jobs.report import units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors import llvm_mca, osaca
@@ -161,10 +162,11 @@ class HostReport:
                         "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}
                        for i, us in sorted(self.mapping.uops.items())]
         ref = reference_singles(self.cpu.microarchitecture) if self.cpu else None
+        units = self.result.summary.get("units", []) if self.result is not None else []
         return {"format": "pmsolve.host-report", "version": 1, "machine": self.machine,
                 "cpu": self.cpu.to_json() if self.cpu else None, "profile": self.config.profile,
                 "method": self.config.method, "r_max": self.r_max,
-                "ports": len(self.mapping.ports) if self.mapping else None,
+                "ports": len(self.mapping.ports) - len(units) if self.mapping else None, "units": units,
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
                 "schemes": schemes, "misfits": misfits, "singles": self.singles,
@@ -426,7 +428,7 @@ def render(report: HostReport) -> str:
     acc = doc["accuracy"]
     lines = [f"machine: {report.machine}",
              f"profile {report.config.profile}, method {report.config.method}: {len(doc['schemes'])} schemes mapped "
-             f"on {doc['ports']} ports (front end {doc['r_max']} instructions/cycle), "
+             f"on {doc['ports']} ports{units_text(doc['units'])} (front end {doc['r_max']} instructions/cycle), "
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
     if doc["slow_schedules"]:

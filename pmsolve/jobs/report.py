@@ -141,6 +141,14 @@ def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]
     return out
 
 
+def units_text(units: list[dict]) -> str:
+    """' and 2 units (U1: 177 schemes like add_m32_r32; …)': the non-port bottlenecks found."""
+    if not units:
+        return ""
+    return (f" and {len(units)} unit{'s' if len(units) > 1 else ''} ("
+            + "; ".join(f"{u['port']}: {len(u['members'])} scheme(s) like {u['first']}" for u in units) + ")")
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The report page for a job document."""
     cpu = doc.get("cpu") or {}
@@ -148,7 +156,7 @@ def render_html(doc: dict[str, Any]) -> str:
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{_e(title)}</title>",
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
            f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
-           f"{_e(doc.get('ports', '?'))} ports inferred, front end {_e(doc.get('r_max'))} instructions per cycle; "
+           f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}, front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
            f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits; "
            f"{_num(doc.get('seconds', {}).get('total'), 0)} s.</p>"]

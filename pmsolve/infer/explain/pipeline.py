@@ -295,7 +295,7 @@ def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping,
     oracle cannot measure its experiments the slow schemes stay misfits."""
     try:
         units, placed = place_units(oracle, explanations, bmap, r_max, o, say)
-    except (MeasurementError, UnknownNameError) as err:
+    except MeasurementError as err:
         say(f"  no units: their experiments could not be measured ({str(err)[:160]})")
         return {"units": [], "schemes": {}}
     return {"units": units, "schemes": {i: x.to_json() for i, x in placed.items()}}

@@ -5,18 +5,21 @@ A scheme that alone runs a whole number of cycles n ≥ 1 where its µops on the
 ``add m32, r32``: 1 cycle where the ports allow 0.5) holds an unpipelined unit for n cycles.
 Modelled as n µops on an extra port that only such schemes use, the result stays a port mapping:
 every throughput routine predicts mixes with it unchanged. A unit's "µops" are cycles of the
-unit, not decoded µops.
+unit, not decoded µops. A unit shows only where it outlasts the scheme's ports alone.
 
 Which schemes share a unit is measured, not assumed: a scheme beside the first member of a unit
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
 (:func:`verdict`). Each placement is then checked on experiments not used to make it: two copies
-of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, and
-the blocking-instruction experiments of its characterisation. A scheme whose time is not a whole
+of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, the
+blocking-instruction experiments of its characterisation, and mixes with random mapped schemes
+(a bottleneck shared with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one
+vector store, where a unit of its own gives 1). A scheme whose time is not a whole
 number of cycles, or whose pairs or checks miss, stays a misfit.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +31,8 @@ from pmsolve.throughput import batch_inverse_throughput
 
 #: unit port names are this prefix and a number (U1, U2, …): after the numbered ports
 PREFIX = "U"
+#: checks in mixes: this many, each with this many random mapped schemes beside the scheme
+MIXES, MIX = 3, 3
 
 
 @dataclass(frozen=True)
@@ -125,15 +130,21 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
              blocking: PortMapping, r_max: float | None, o: ExplainOptions) -> dict[str, Explanation]:
     """Every placement against experiments not used to make it (module doc), in one batch; a
     unit whose first member misses is no unit for any member."""
+    mapped = {i: [(frozenset(ps), n) for ps, n in x.uops] for i, x in explanations.items()
+              if x.misfit is None and x.uops}         # derived blocking instructions occur in witnesses
     full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
-                       {**blocking.uops, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
+                       {**blocking.uops, **mapped, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
     checks: dict[str, list[Experiment]] = {}
+    others = sorted(mapped)
     for u in units:
         rest = u["members"][1:]                      # pairs with the first member are witnesses already
         for k, i in enumerate(u["members"]):
             checks[i] = [Experiment({i: 2})]
             if i in rest and len(rest) > 1:
                 checks[i].append(Experiment({i: 1, rest[k % len(rest)]: 1}))   # the next one, cyclically
+            rng = random.Random(f"unit/{i}")
+            checks[i] += [Experiment({i: 1, **{j: 1 for j in rng.sample(others, MIX)}})
+                          for _ in range(MIXES)] if len(others) >= MIX else []
     todo = sorted({e for es in checks.values() for e in es}, key=str)
     measured = dict(zip(todo, oracle.measure(todo)))
     miss = {i: _misses(checks[i], measured, explanations[i], full, r_max, o) for i in of}
