@@ -235,7 +235,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     explanations.update(vote(per_run))
     units: list[dict[str, Any]] = []
     if not counter:   # a counter's µop counts leave no room for unit cycles
-        got = stage(f"units (runs={o.runs}, {o.characterisation_key()})", lambda: _units(orc, explanations, bmap, r_max, o, say))
+        got = stage(f"units (runs={o.runs}, {o.characterisation_key()})",
+                    lambda: _units(orc, explanations, bmap, r_max, o, say))
         units = got["units"]
         explanations.update({i: Explanation.from_json(x) for i, x in got["schemes"].items()})
     summary["units"] = units

@@ -11,9 +11,10 @@ Which schemes share a unit is measured, not assumed: a scheme beside the first m
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
 (:func:`verdict`). Each placement is then checked on experiments not used to make it: two copies
 of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, the
-blocking-instruction experiments of its characterisation, and mixes with random mapped schemes
-(a bottleneck shared with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one
-vector store, where a unit of its own gives 1). A scheme whose time is not a whole
+blocking-instruction experiments of its characterisation, and mixes with one copy each of random
+blocking instructions, which the model knows exactly (a bottleneck shared with ports is no unit:
+Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a unit of its own gives
+1; mixes with other mapped schemes would also charge it with their own errors). A scheme whose time is not a whole
 number of cycles, or whose pairs or checks miss, stays a misfit.
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
 from pmsolve.infer.progress import Progress
 from pmsolve.model import Experiment, PortMapping
@@ -31,7 +33,7 @@ from pmsolve.throughput import batch_inverse_throughput
 
 #: unit port names are this prefix and a number (U1, U2, …): after the numbered ports
 PREFIX = "U"
-#: checks in mixes: this many, each with this many random mapped schemes beside the scheme
+#: checks in mixes: this many, each with this many random blocking instructions beside the scheme
 MIXES, MIX = 3, 3
 
 
@@ -81,13 +83,15 @@ def _pair(a: Slow, na: int, b: Slow, nb: int, same: bool, ports: tuple[str, ...]
 def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMapping, r_max: float | None,
           o: ExplainOptions, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
     """Units for the slow schemes among ``explanations``: returns the units that stand (port,
-    first member, members; a unit whose first member fails its checks is dropped with its name) and a new explanation for every slow scheme placed or turned down on the way
-    (mapped with its unit, or its misfit with why not). Schemes are taken by unit cycles, fewest
-    first; each becomes the first member of a new unit unless it shares one found before. One
-    measurement batch per unit, and one for all checks."""
+    first member, members; a unit whose first member fails its checks is dropped with its name)
+    and a new explanation for every slow scheme placed or turned down on the way (mapped with
+    its unit, or its misfit with why not). Schemes are taken by unit cycles, fewest first,
+    register forms before memory forms (a unit stands or falls with its first member); each
+    becomes the first member of a new unit unless it shares one found before. One measurement
+    batch per unit, and one for all checks."""
     slow = {s.name: s for s in slow_schemes(explanations)}
     cycles = {i: s.cycles(o) for i, s in slow.items()}
-    pending = sorted((i for i in slow if cycles[i]), key=lambda i: (cycles[i], i))
+    pending = sorted((i for i in slow if cycles[i]), key=lambda i: (cycles[i], simplicity(i)))
     out: dict[str, Explanation] = {}
     units: list[dict[str, Any]] = []
     of: dict[str, str] = {}                          # scheme -> its unit's port
@@ -135,7 +139,7 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
                        {**blocking.uops, **mapped, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
     checks: dict[str, list[Experiment]] = {}
-    others = sorted(mapped)
+    others = sorted(blocking.uops)
     for u in units:
         rest = u["members"][1:]                      # pairs with the first member are witnesses already
         for k, i in enumerate(u["members"]):
@@ -154,7 +158,9 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
         x, n = explanations[i], cycles[i]
         if miss[i] or miss[first[port]]:
             why = (f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce {len(miss[i])} "
-                   "experiment(s) not used to derive them" if miss[i] else
+                   "experiment(s) not used to derive them (" + "; ".join(
+                       f"{e} = {t:.4g} where the unit gives {_model(full, e, r_max):.4g}" for e, t in miss[i][:2])
+                   + ")" if miss[i] else
                    f"the first scheme of its unit ({port}), {first[port]}, misses its checks")
             out[i] = _misfit(x, why, tuple(miss[i]))
             continue
