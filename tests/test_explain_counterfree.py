@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions, infer
+from pmsolve.infer.explain.witnesses import Explanation, Misfit
 from pmsolve.infer.explain.characterise import Probe, fit_uops, flooding_copies, tight_copies
 from pmsolve.infer.explain.compare import agreement
 from pmsolve.infer.explain.structure import components, pair_consistent, port_lower_bound, screen, slow_schedules
@@ -800,3 +801,29 @@ def test_unit_cycles_are_whole_numbers_within_the_tolerance():
 
     o = ExplainOptions(epsilon=0.03, r_max=6).resolved(False)
     assert [Slow("x", (), t).cycles(o) for t in (0.98, 2.97, 5.02, 3.5, 0.66, 1.2)] == [1, 3, 5, None, None, None]
+
+
+class _StoresWait(SimulatedOracle):
+    """``rmw`` and ``st`` take turns on something no port model has: their copies add up."""
+
+    def measure(self, experiments):
+        out = super().measure(experiments)
+        return [max(t, sum(n for i, n in e.items() if i in ("rmw", "st"))) if "rmw" in set(e) else t
+                for e, t in zip(experiments, out)]
+
+
+def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
+    """Zen 4's read-modify-write forms: 1 cycle alone where the ports allow 0.5, two copies 2,
+    but beside one store 2 cycles, where a unit of their own gives 1. Only the mixes with
+    blocking instructions show it; the scheme stays a misfit with that mix as its experiment."""
+    from pmsolve.infer.explain.units import place
+
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    blockers = {"st": s(0, 1), "aes": s(2, 3), "ld": s(4, 5), "alu": s(6, 7)}
+    truth, blocking, _ = _blocked_machine(8, blockers, {"rmw": [(s(4, 5), 1)]})
+    slow = Explanation(misfit=Misfit("outside the model", "alone it runs at 1 cycles, slower than its µops explain",
+                                     ((Experiment({"rmw": 1}), 1.0),), ((("4", "5"), 1),)))
+    units, out = place(_StoresWait(truth, r_max=6), {"rmw": slow}, blocking, 6,
+                       ExplainOptions(r_max=6).resolved(False), lambda m: None)
+    assert units == [] and out["rmw"].misfit is not None
+    assert any("st" in set(e) and len(e.counts) == 4 for e, _ in out["rmw"].misfit.experiments)

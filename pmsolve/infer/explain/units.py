@@ -13,9 +13,9 @@ takes the sum of their unit cycles when they share it and the longer of the two 
 of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, the
 blocking-instruction experiments of its characterisation, and mixes with one copy each of random
 blocking instructions, which the model knows exactly (a bottleneck shared with ports is no unit:
-Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a unit of its own gives
-1; mixes with other mapped schemes would also charge it with their own errors). A scheme whose time is not a whole
-number of cycles, or whose pairs or checks miss, stays a misfit.
+Zen 4's ``add m64, r64`` takes 2 cycles beside a GPR store and a vector load, where a unit of
+its own gives 1; mixes with other mapped schemes would charge it with their errors too). A
+scheme whose time is not a whole number of cycles, or whose pairs or checks miss, stays a misfit.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
                        {**blocking.uops, **mapped, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
     checks: dict[str, list[Experiment]] = {}
-    others = sorted(blocking.uops)
+    blockers = sorted(blocking.uops)
     for u in units:
         rest = u["members"][1:]                      # pairs with the first member are witnesses already
         for k, i in enumerate(u["members"]):
@@ -147,8 +147,8 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
             if i in rest and len(rest) > 1:
                 checks[i].append(Experiment({i: 1, rest[k % len(rest)]: 1}))   # the next one, cyclically
             rng = random.Random(f"unit/{i}")
-            checks[i] += [Experiment({i: 1, **{j: 1 for j in rng.sample(others, MIX)}})
-                          for _ in range(MIXES)] if len(others) >= MIX else []
+            checks[i] += [Experiment({i: 1, **{j: 1 for j in rng.sample(blockers, MIX)}})
+                          for _ in range(MIXES)] if len(blockers) >= MIX else []
     todo = sorted({e for es in checks.values() for e in es}, key=str)
     measured = dict(zip(todo, oracle.measure(todo)))
     miss = {i: _misses(checks[i], measured, explanations[i], full, r_max, o) for i in of}
