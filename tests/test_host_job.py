@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from html.parser import HTMLParser
 
 import pytest
@@ -184,13 +185,19 @@ def test_main_job_simulated(capsys, tmp_path):
 
 @pytest.mark.skipif(available() is not None, reason=str(available()))
 def test_smoke_profile_on_this_cpu(capsys, tmp_path):
-    """CI's run on hardware: a handful of schemes through every stage, under a minute or two."""
-    assert main(["infer", "--profile", "smoke", "--workdir", str(tmp_path), "--held-out", "30", "--no-pmevo",
-                 "--quiet", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    """CI's run on hardware: a handful of schemes through every stage, under a minute or two.
+    A burst outside the VM that lasts through the whole job leaves fewer schemes mapped (one
+    run covered 9 held-out experiments): after a pause the job runs once more, from scratch."""
+    for attempt in range(2):
+        time.sleep(15 * attempt)
+        assert main(["infer", "--profile", "smoke", "--workdir", str(tmp_path / f"run{attempt}"), "--held-out",
+                     "30", "--no-pmevo", "--quiet", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        own = next(r for r in out["accuracy"]["predictors"] if r["name"].startswith("pmsolve"))
+        if own["covered"] >= 20:
+            break
     assert out["cpu"]["description"] and out["schemes"] and out["ports"] >= 2
     assert {m["tool"] for m in out["models"]} <= {"llvm-mca", "OSACA"}
-    own = next(r for r in out["accuracy"]["predictors"] if r["name"].startswith("pmsolve"))
     assert own["covered"] >= 20
     for s in out["schemes"]:     # every mapped scheme shows witnesses that its mapping reproduces
         ws = [w for u in s["uops"] for w in u["witnesses"]]
