@@ -804,26 +804,33 @@ def test_unit_cycles_are_whole_numbers_within_the_tolerance():
 
 
 class _StoresWait(SimulatedOracle):
-    """``rmw`` and ``st`` take turns on something no port model has: their copies add up."""
+    """``rmw`` and ``rmx`` take turns on a unit, and ``rmw`` also with the stores ``st`` on
+    something no port model has: their copies add up."""
 
     def measure(self, experiments):
-        out = super().measure(experiments)
-        return [max(t, sum(n for i, n in e.items() if i in ("rmw", "st"))) if "rmw" in set(e) else t
-                for e, t in zip(experiments, out)]
+        out = []
+        for e, t in zip(experiments, super().measure(experiments)):
+            n = dict(e.items())
+            rmw, rmx, st = (n.get(k, 0) for k in ("rmw", "rmx", "st"))
+            out.append(max(t, rmw + rmx, rmw + st if rmw else 0))
+        return out
 
 
 def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
     """Zen 4's read-modify-write forms: 1 cycle alone where the ports allow 0.5, two copies 2,
     but beside one store 2 cycles, where a unit of their own gives 1. Only the mixes with
-    blocking instructions show it; the scheme stays a misfit with that mix as its experiment."""
+    blocking instructions show it: ``rmw`` stays a misfit with such a mix as its experiment,
+    and ``rmx``, which shares its unit (their pair takes 2) but not its wait, keeps the unit."""
     from pmsolve.infer.explain.units import place
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     blockers = {"st": s(0, 1), "aes": s(2, 3), "ld": s(4, 5), "alu": s(6, 7)}
-    truth, blocking, _ = _blocked_machine(8, blockers, {"rmw": [(s(4, 5), 1)]})
-    slow = Explanation(misfit=Misfit("outside the model", "alone it runs at 1 cycles, slower than its µops explain",
-                                     ((Experiment({"rmw": 1}), 1.0),), ((("4", "5"), 1),)))
-    units, out = place(_StoresWait(truth, r_max=6), {"rmw": slow}, blocking, 6,
+    truth, blocking, _ = _blocked_machine(8, blockers, {"rmw": [(s(4, 5), 1)], "rmx": [(s(6, 7), 1)]})
+    slow = {i: Explanation(misfit=Misfit("outside the model", "alone it runs at 1 cycles, slower than its µops explain",
+                                         ((Experiment({i: 1}), 1.0),), ((q, 1),)))
+            for i, q in (("rmw", ("4", "5")), ("rmx", ("6", "7")))}
+    units, out = place(_StoresWait(truth, r_max=6), slow, blocking, 6,
                        ExplainOptions(r_max=6).resolved(False), lambda m: None)
-    assert units == [] and out["rmw"].misfit is not None
+    assert units == [{"port": "U1", "first": "rmw", "members": ["rmx"]}]
+    assert out["rmw"].misfit is not None and out["rmx"].uops == ((("6", "7"), 1), (("U1",), 1))
     assert any("st" in set(e) and len(e.counts) == 4 for e, _ in out["rmw"].misfit.experiments)

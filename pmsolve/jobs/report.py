@@ -142,11 +142,11 @@ def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]
 
 
 def units_text(units: list[dict]) -> str:
-    """' and 2 units (U1: 177 schemes like add_m32_r32; …)': the non-port bottlenecks found."""
+    """' and 2 units (U1: 9 scheme(s) like vdivps_xmm_xmm_xmm; …)': the non-port bottlenecks found."""
     if not units:
         return ""
     return (f" and {len(units)} unit{'s' if len(units) > 1 else ''} ("
-            + "; ".join(f"{u['port']}: {len(u['members'])} scheme(s) like {u['first']}" for u in units) + ")")
+            + "; ".join(f"{u['port']}: {len(u['members'])} scheme(s) like {u['members'][0]}" for u in units) + ")")
 
 
 def render_html(doc: dict[str, Any]) -> str:

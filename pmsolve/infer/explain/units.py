@@ -82,11 +82,11 @@ def _pair(a: Slow, na: int, b: Slow, nb: int, same: bool, ports: tuple[str, ...]
 
 def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMapping, r_max: float | None,
           o: ExplainOptions, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
-    """Units for the slow schemes among ``explanations``: returns the units that stand (port,
-    first member, members; a unit whose first member fails its checks is dropped with its name)
-    and a new explanation for every slow scheme placed or turned down on the way (mapped with
+    """Units for the slow schemes among ``explanations``: returns the units that stand (port, the
+    first member its pairs were measured against, the members that pass their checks; a unit
+    none of whose members passes is dropped with its name) and a new explanation for every slow scheme placed or turned down on the way (mapped with
     its unit, or its misfit with why not). Schemes are taken by unit cycles, fewest first,
-    register forms before memory forms (a unit stands or falls with its first member); each
+    register forms before memory forms (their µops on ports are the surer ones); each
     becomes the first member of a new unit unless it shares one found before. One measurement
     batch per unit, and one for all checks."""
     slow = {s.name: s for s in slow_schemes(explanations)}
@@ -125,15 +125,16 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
     progress(f"  {len(of)} slow scheme(s) on {len(units)} unit(s): "
              + ", ".join(f"{u['port']} {u['first']} (+{len(u['members']) - 1})" for u in units[:6]))
     out.update(_checked(oracle, units, slow, cycles, of, pairs, explanations, blocking, r_max, o))
-    kept = [u for u in units if out[u["first"]].misfit is None]   # a unit lives by its first member
-    return [{**u, "members": [i for i in u["members"] if out[i].misfit is None]} for u in kept], out
+    units = [{**u, "members": [i for i in u["members"] if out[i].misfit is None]} for u in units]
+    return [u for u in units if u["members"]], out
 
 
 def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cycles: dict[str, int | None],
              of: dict[str, str], pairs: dict[str, list[Witness]], explanations: dict[str, Explanation],
              blocking: PortMapping, r_max: float | None, o: ExplainOptions) -> dict[str, Explanation]:
-    """Every placement against experiments not used to make it (module doc), in one batch; a
-    unit whose first member misses is no unit for any member."""
+    """Every placement against experiments not used to make it (module doc), in one batch. Each
+    member stands on its own checks: a first member that misses its mixes (its µops on ports
+    may be wrong) does not take down the members whose pairs with it showed the unit."""
     mapped = {i: [(frozenset(ps), n) for ps, n in x.uops] for i, x in explanations.items()
               if x.misfit is None and x.uops}         # derived blocking instructions occur in witnesses
     full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
@@ -152,17 +153,14 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     todo = sorted({e for es in checks.values() for e in es}, key=str)
     measured = dict(zip(todo, oracle.measure(todo)))
     miss = {i: _misses(checks[i], measured, explanations[i], full, r_max, o) for i in of}
-    first = {u["port"]: u["first"] for u in units}
     out: dict[str, Explanation] = {}
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
-        if miss[i] or miss[first[port]]:
-            why = (f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce {len(miss[i])} "
-                   "experiment(s) not used to derive them (" + "; ".join(
-                       f"{e} = {t:.4g} where the unit gives {_model(full, e, r_max):.4g}" for e, t in miss[i][:2])
-                   + ")" if miss[i] else
-                   f"the first scheme of its unit ({port}), {first[port]}, misses its checks")
-            out[i] = _misfit(x, why, tuple(miss[i]))
+        if miss[i]:
+            out[i] = _misfit(x, f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
+                             f"{len(miss[i])} experiment(s) not used to derive them (" + "; ".join(
+                                 f"{e} = {t:.4g} where the unit gives {_model(full, e, r_max):.4g}"
+                                 for e, t in miss[i][:2]) + ")", tuple(miss[i]))
             continue
         sw = Witness("singleton", Experiment({i: 1}), slow[i].tp, _model(full, Experiment({i: 1}), r_max))
         on_unit = (sw,) + tuple(pairs.get(i, ())) + tuple(Witness("check", e, measured[e], _model(full, e, r_max))
