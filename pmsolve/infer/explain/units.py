@@ -9,7 +9,7 @@ unit, not decoded µops. A unit shows only where it outlasts the scheme's ports 
 
 Which schemes share a unit is measured, not assumed: a scheme beside the first member of a unit
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
-(:func:`verdict`). Each placement is then checked on experiments not used to make it: two copies
+(:func:`verdict`; a pair that fits neither only rules that unit out). Each placement is then checked on experiments not used to make it: two copies
 of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, the
 blocking-instruction experiments of its characterisation, and mixes with one copy each of random
 blocking instructions, which the model knows exactly (a bottleneck shared with ports is no unit:
@@ -115,11 +115,7 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
                 of[i] = port
                 units[-1]["members"].append(i)
                 pairs.setdefault(first, []).append(w)
-            elif v == "neither":
-                out[i] = _misfit(explanations[i], f"beside {first}, the first scheme of unit {port}, it takes "
-                                 f"{t:.4g} cycles where sharing the unit gives {sh:.4g} and not sharing it {ap:.4g}",
-                                 ((e, t),))
-            else:
+            else:   # 'neither' may be the first member's fault as much as this one's: its own checks decide
                 keep.append(i)
         pending = keep
     progress(f"  {len(of)} slow scheme(s) on {len(units)} unit(s): "
