@@ -9,13 +9,14 @@ unit, not decoded µops. A unit shows only where it outlasts the scheme's ports 
 
 Which schemes share a unit is measured, not assumed: a scheme beside the first member of a unit
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
-(:func:`verdict`; a pair that fits neither only rules that unit out). Each placement is then checked on experiments not used to make it: two copies
-of the scheme (2n cycles, the unit is unpipelined), a pair with another member of its unit, the
-blocking-instruction experiments of its characterisation, and mixes with one copy each of random
-blocking instructions, which the model knows exactly (a bottleneck shared with ports is no unit:
-Zen 4's ``add m64, r64`` takes 2 cycles beside a GPR store and a vector load, where a unit of
-its own gives 1; mixes with other mapped schemes would charge it with their errors too). A
-scheme whose time is not a whole number of cycles, or whose pairs or checks miss, stays a misfit.
+(:func:`verdict`; a pair that fits neither only rules that unit out). Each placement is then
+checked on experiments not used to make it: two copies of the scheme (2n cycles, the unit is
+unpipelined), a pair with another member of its unit, the blocking-instruction experiments of
+its characterisation, one copy of each blocking instruction beside it, and three mixes with one
+copy each of random blocking instructions, which the model knows exactly. A bottleneck shared
+with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a
+unit of its own gives 1 (mixes with other mapped schemes would charge it with their errors too).
+A scheme whose time is not a whole number of cycles, or whose pairs or checks miss, stays a misfit.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
             checks[i] = [Experiment({i: 2})]
             if i in rest and len(rest) > 1:
                 checks[i].append(Experiment({i: 1, rest[k % len(rest)]: 1}))   # the next one, cyclically
+            checks[i] += [Experiment({i: 1, b: 1}) for b in blockers]   # one copy of each: a port it waits for
             rng = random.Random(f"unit/{i}")
             checks[i] += [Experiment({i: 1, **{j: 1 for j in rng.sample(blockers, MIX)}})
                           for _ in range(MIXES)] if len(blockers) >= MIX else []
