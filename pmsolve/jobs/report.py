@@ -156,7 +156,8 @@ def render_html(doc: dict[str, Any]) -> str:
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{_e(title)}</title>",
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
            f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
-           f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}, front end {_e(doc.get('r_max'))} instructions per cycle; "
+           f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}, "
+           f"front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
            f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits; "
            f"{_num(doc.get('seconds', {}).get('total'), 0)} s.</p>"]

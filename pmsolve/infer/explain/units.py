@@ -85,11 +85,11 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
           o: ExplainOptions, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
     """Units for the slow schemes among ``explanations``: returns the units that stand (port, the
     first member its pairs were measured against, the members that pass their checks; a unit
-    none of whose members passes is dropped with its name) and a new explanation for every slow scheme placed or turned down on the way (mapped with
-    its unit, or its misfit with why not). Schemes are taken by unit cycles, fewest first,
-    register forms before memory forms (their µops on ports are the surer ones); each
-    becomes the first member of a new unit unless it shares one found before. One measurement
-    batch per unit, and one for all checks."""
+    none of whose members passes is dropped with its name) and a new explanation for every slow
+    scheme placed or turned down on the way (mapped with its unit, or its misfit with why not).
+    Schemes are taken by unit cycles, fewest first, register forms before memory forms (their
+    µops on ports are the surer ones); each becomes the first member of a new unit unless it
+    shares one found before. One measurement batch per unit, and one for all checks."""
     slow = {s.name: s for s in slow_schemes(explanations)}
     cycles = {i: s.cycles(o) for i, s in slow.items()}
     pending = sorted((i for i in slow if cycles[i]), key=lambda i: (cycles[i], simplicity(i)))
@@ -104,11 +104,11 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
         of[first] = port
         exps = [Experiment({i: 1, first: 1}) for i in pending]
         measured = oracle.measure(exps) if exps else []
+        hyp = [(_pair(slow[i], cycles[i], slow[first], cycles[first], same, tuple(blocking.ports)), e)
+               for i, e in zip(pending, exps) for same in (True, False)]
+        both = [float(m) for m in batch_inverse_throughput(hyp, r_max)] if hyp else []   # shared, apart per pair
         keep = []
-        for i, e, t in zip(pending, exps, measured):
-            sh, ap = (float(batch_inverse_throughput([(_pair(slow[i], cycles[i], slow[first], cycles[first], same,
-                                                             tuple(blocking.ports)), e)], r_max)[0])
-                      for same in (True, False))
+        for i, e, t, sh, ap in zip(pending, exps, measured, both[::2], both[1::2]):
             v = verdict(e, t, sh, ap, o)
             w = Witness("unit", e, t, sh if v == "shared" else ap)
             pairs.setdefault(i, []).append(w)
@@ -150,21 +150,23 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
                           for _ in range(MIXES)] if len(blockers) >= MIX else []
     todo = sorted({e for es in checks.values() for e in es}, key=str)
     measured = dict(zip(todo, oracle.measure(todo)))
-    miss = {i: _misses(checks[i], measured, explanations[i], full, r_max, o) for i in of}
+    seen = {x for i in of for w in explanations[i].others for x in (w.experiment, w.baseline) if x is not None}
+    known = list(dict.fromkeys([*todo, *seen, *(Experiment({i: 1}) for i in of)]))
+    mod = dict(zip(known, (float(m) for m in batch_inverse_throughput([(full, e) for e in known], r_max))))
+    miss = {i: _misses(checks[i], measured, explanations[i], mod, o) for i in of}
     out: dict[str, Explanation] = {}
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
         if miss[i]:
             out[i] = _misfit(x, f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
                              f"{len(miss[i])} experiment(s) not used to derive them (" + "; ".join(
-                                 f"{e} = {t:.4g} where the unit gives {_model(full, e, r_max):.4g}"
+                                 f"{e} = {t:.4g} where the unit gives {mod[e]:.4g}"
                                  for e, t in miss[i][:2]) + ")", tuple(miss[i]))
             continue
-        sw = Witness("singleton", Experiment({i: 1}), slow[i].tp, _model(full, Experiment({i: 1}), r_max))
-        on_unit = (sw,) + tuple(pairs.get(i, ())) + tuple(Witness("check", e, measured[e], _model(full, e, r_max))
-                                                           for e in checks[i])
-        others = tuple(replace(w, modelled=_model(full, w.experiment, r_max),
-                               modelled_baseline=_model(full, w.baseline, r_max)) for w in x.others)
+        sw = Witness("singleton", Experiment({i: 1}), slow[i].tp, mod[Experiment({i: 1})])
+        on_unit = (sw,) + tuple(pairs.get(i, ())) + tuple(Witness("check", e, measured[e], mod[e]) for e in checks[i])
+        others = tuple(replace(w, modelled=mod[w.experiment], modelled_baseline=mod.get(w.baseline))
+                       for w in x.others)
         witnesses = {uop_key(q): (sw,) + tuple(w for w in others if set(q) <= set(w.ports)) for q, _ in slow[i].uops}
         witnesses[uop_key((port,))] = on_unit
         out[i] = Explanation(tuple(slow[i].uops) + (((port,), n),), witnesses, others, None, x.counted, "unit",
@@ -172,17 +174,14 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     return out
 
 
-def _model(m: PortMapping, e: Experiment | None, r_max: float | None) -> float | None:
-    return None if e is None else float(batch_inverse_throughput([(m, e)], r_max)[0])
-
-
-def _misses(checks: list[Experiment], measured: dict[Experiment, float], x: Explanation, full: PortMapping,
-            r_max: float | None, o: ExplainOptions) -> list[tuple[Experiment, float]]:
-    """The checks and the characterisation's blocking experiments (and baselines) it misses."""
-    bad = [(e, measured[e]) for e in checks if off(e, measured[e], _model(full, e, r_max), o)]
+def _misses(checks: list[Experiment], measured: dict[Experiment, float], x: Explanation,
+            mod: dict[Experiment, float], o: ExplainOptions) -> list[tuple[Experiment, float]]:
+    """The checks and the characterisation's blocking experiments (and baselines) it misses;
+    ``mod``: every one of them as the mapping with the units models it."""
+    bad = [(e, measured[e]) for e in checks if off(e, measured[e], mod[e], o)]
     for w in x.others:
         for e, t in ((w.experiment, w.measured), (w.baseline, w.measured_baseline)):
-            if e is not None and t is not None and off(e, t, _model(full, e, r_max), o):
+            if e is not None and t is not None and off(e, t, mod[e], o):
                 bad.append((e, t))
     return bad
 
