@@ -18,7 +18,8 @@ from pmsolve.cli import main
 from pmsolve.harness.hardware import available
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
-from pmsolve.jobs.host import (HostReport, JobConfig, _covered, _per_copy, block_of, held_out_experiments)
+from pmsolve.jobs.host import (HostReport, JobConfig, _covered, _misses_text, _per_copy, block_of,
+                               held_out_experiments)
 from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
@@ -117,7 +118,10 @@ def _doc() -> dict:
             "seconds": {"total": 12.0}, "notes": ["n<1>"],
             "misses": {"margin": 0.05, "count": 3, "localised": 2, "cores": [
                 {"experiment": {"fma<z>": 1, "st": 1}, "measured": 1.74, "doubled": 1.73, "predicted": 1.0,
-                 "kind": "no shared port", "held_out": [{"fma<z>": 1, "st": 1, "y": 2}, {"fma<z>": 1, "st": 1, "x": 1}]}]},
+                 "kind": "no shared port", "held_out": [{"fma<z>": 1, "st": 1, "y": 2}, {"fma<z>": 1, "st": 1, "x": 1}]},
+                {"experiment": {"ld<z>": 1, "ld": 1}, "measured": 2.0, "doubled": 2.0, "predicted": 1.5,
+                 "kind": "no port mapping", "held_out": [{"ld<z>": 1, "ld": 1, "y": 1}],
+                 "parts": [{"experiment": {"ld<z>": 1}, "measured": 1.0}, {"experiment": {"ld": 1}, "measured": 0.5}]}]},
             "slow_schedules": [{"experiment": {"imul<r>": 1, "mov": 4}, "measured": 1.625, "bound": 1.25}]}
 
 
@@ -131,7 +135,8 @@ def test_report_page_is_escaped_and_complete():
     assert "imul&lt;r&gt;, mov×4" in page and "1.625" in page and "id='slow-schedules'" in page
     assert "(derived blocking)" in page and "check: <code>x&lt;script&gt;×4</code> measured 2.500" in page
     assert "2 experiment(s)" in page     # the µop's witness and the check
-    assert dom.rows.get("miss") == 1 and "fma&lt;z&gt;, st, y×2" in page and "1.730" in page
+    assert dom.rows.get("miss") == 2 and "fma&lt;z&gt;, st, y×2" in page and "1.730" in page
+    assert "part <code>ld&lt;z&gt;</code> 1.000<br>part <code>ld</code> 0.500" in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
@@ -219,3 +224,9 @@ def test_held_out_experiments_of_few_schemes_end():
     got = held_out_experiments(["a", "b", "c"], 200, 1)
     assert len(got) == len(set(got)) == 9
     assert all(len(e.counts) == 3 and e.size in (4, 5) for e in got)
+
+
+def test_text_report_gives_the_parts_a_core_contradicts():
+    text = "\n".join(_misses_text(_doc()["misses"]))
+    assert "no port mapping: 1 miss(es), 1 core(s)" in text
+    assert "parts: ld<z>:1 1.000, ld:1 0.500" in text

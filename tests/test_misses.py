@@ -63,3 +63,49 @@ def test_a_faster_miss_shrinks_only_through_faster_sub_experiments():
     assert float(evaluate_many(MAPPING, [e])[0]) == 1.0
     count, cores = _run([e], measured=[0.8])     # faster than the mapping; a,b alone run slower
     assert count == 1 and [c.experiment for c in cores] == [e]
+
+
+class _NotPorts:
+    """TRUTH's machine with two effects no port mapping has: ``a`` and ``c`` together cost two
+    cycles more per copy than apart (as a 512-bit load holds both vector load ports of a Zen 4
+    at once), and ``c`` with ``e`` alone take 1.5 cycles per copy, faster than ``e`` alone;
+    ``f`` with ``g`` alone take 1.2, where the mapping predicts 1.5 and the truth 2.0."""
+
+    def __init__(self):
+        self.inner = SimulatedOracle(TRUTH)
+
+    def measure(self, experiments):
+        out = []
+        for e, t in zip(experiments, self.inner.measure(experiments)):
+            if set(e) == {"c", "e"} and e["c"] == e["e"]:
+                t = 1.5 * e["c"]
+            elif set(e) == {"f", "g"} and e["f"] == e["g"]:
+                t = 1.2 * e["f"]
+            elif "a" in e and "c" in e:
+                t += 2 * min(e["a"], e["c"])
+            out.append(t)
+        return out
+
+
+def test_a_core_slower_than_the_sum_of_two_parts_or_faster_than_one_fits_no_port_mapping():
+    """tp⁻¹ of every port mapping is subadditive and monotone, so a core that runs slower than
+    the sum of the measured parts it splits into, or faster than the slower of them, is evidence
+    against any mapping, not just this one. Both measurements of the core must say so: ``{a,
+    b}`` once measured 2.5, but 2.0 doubled, the sum of its parts, fits a mapping with a port
+    the mapping under test lacks; ``{f, g}`` once 0.5, but 1.2 doubled, not below either part."""
+    held = [Experiment({"a": 1, "c": 1, "d": 1}),     # 3.0 against 1.0: {a, c} is the core
+            Experiment({"c": 1, "e": 1}),             # 1.5 against 2.0, where e alone takes 2.0
+            Experiment({"a": 1, "b": 1}),             # 2.5 (an outlier; 2.0 doubled) against 1.0
+            Experiment({"f": 1, "g": 1})]             # 0.5 (an outlier; 1.2 doubled) against 1.5
+    oracle = _NotPorts()
+    count, cores = localise(oracle, MAPPING, None, held, oracle.measure(held[:2]) + [2.5, 0.5])
+    assert count == 4
+    got = {c.experiment: (c.kind, c.measured, c.doubled, c.parts) for c in cores}
+    one = {n: Experiment({n: 1}) for n in "ace"}
+    assert got == {Experiment({"a": 1, "c": 1}): ("no port mapping", 3.0, 3.0, ((one["c"], 1.0), (one["a"], 1.0))),
+                   held[1]: ("no port mapping", 1.5, 1.5, ((one["e"], 2.0), (one["c"], 1.0))),
+                   held[2]: ("no shared port", 2.5, 2.0, ()),
+                   held[3]: ("shared ports", 0.5, 1.2, ())}
+    ac = next(c for c in cores if c.experiment == Experiment({"a": 1, "c": 1}))
+    assert ac.to_json()["parts"] == [{"experiment": {"c": 1}, "measured": 1.0},
+                                     {"experiment": {"a": 1}, "measured": 1.0}]

@@ -175,6 +175,20 @@ def test_monotone_in_counts(me, data):
     assert inverse_throughput(m, bigger) >= inverse_throughput(m, e)
 
 
+@settings(max_examples=100, deadline=None)
+@given(mapping_and_experiment(max_ports=10), st.data())
+def test_subadditive_and_monotone_in_parts(me, data):
+    """tp⁻¹(a), tp⁻¹(b) ≤ tp⁻¹(a + b) ≤ tp⁻¹(a) + tp⁻¹(b) for every mapping, with or without a
+    front-end cap: what lets the held-out misses call a core slower than the sum of its
+    measured parts evidence against every port mapping (pmsolve.jobs.misses)."""
+    m, a = me
+    b = data.draw(experiments(m))
+    r_max = data.draw(st.sampled_from([None, 2, 3.5]))
+    both = Experiment(list(a.items()) + list(b.items()))
+    ta, tb, tab = (inverse_throughput(m, e, r_max=r_max) for e in (a, b, both))
+    assert max(ta, tb) <= tab <= ta + tb
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_batch_equals_exact_bit_for_bit(data):

@@ -478,6 +478,9 @@ def _misses_text(doc: dict[str, Any] | None, shown: int = 4) -> list[str]:
                 times = f"  [{len(c['held_out'])} misses]" if len(c["held_out"]) > 1 else ""
                 lines.append(f"    {str(Experiment(c['experiment'])):<60} {c['measured']:6.3f} "
                              f"(doubled {c['doubled']:6.3f}), mapping {c['predicted']:6.3f}{times}")
+                if c.get("parts"):
+                    lines.append("      parts: " + ", ".join(f"{Experiment(p['experiment'])} {p['measured']:.3f}"
+                                                         for p in c["parts"]))
     return lines
 
 

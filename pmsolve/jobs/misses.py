@@ -5,8 +5,16 @@ any of them, or any two together, may run into something the mapping does not mo
 worst misses are shrunk (a delta-debugging walk): of the sub-experiments that leave one scheme
 out, the one that misses most in the same direction replaces the experiment, until no such
 sub-experiment misses any more. What is left, the *core*, is the evidence the issue asks for
-("say which bottleneck is not a port, with the experiments"), and is of one of four kinds:
+("say which bottleneck is not a port, with the experiments"), and is of one of five kinds:
 
+- ``no port mapping`` — the core and two parts it splits into (one scheme's copies and the
+  rest, both measured) contradict every port mapping there is, with any ports and µops and with
+  or without a front-end cap: a port mapping's tp⁻¹ is subadditive and monotone,
+  max(tp⁻¹(a), tp⁻¹(b)) ≤ tp⁻¹(a + b) ≤ tp⁻¹(a) + tp⁻¹(b), and the core runs slower than the sum
+  of its parts (on the Zen 4: ``{vpaddq zmm, m512; vmovdqa xmm, m128}`` = 2.0 cycles, the parts
+  1.0 and 0.5) or faster than one of them, by more than ``margin``, in both measurements of
+  it. A mapping, ours or any other, that predicts the parts as measured predicts the core at
+  most at their sum (at least at the slower one);
 - ``scheme alone`` — one scheme on its own runs off its mapping (its µops were derived from
   other experiments, against the blocking instructions);
 - ``no shared port`` — schemes whose µops share no port in the mapping, so the mapping lets
@@ -33,7 +41,7 @@ from pmsolve.throughput import evaluate_many
 
 #: a relative miss beyond this counts (the MAPE the issue targets)
 MARGIN = 0.05
-KINDS = ("scheme alone", "no shared port", "shared ports", "unstable")
+KINDS = ("no port mapping", "scheme alone", "no shared port", "shared ports", "unstable")
 
 
 @dataclass(frozen=True)
@@ -46,11 +54,14 @@ class Core:
     doubled: float      # cycles per copy of the core's doubled experiment
     kind: str
     held_out: tuple[Experiment, ...]
+    #: for ``no port mapping``: the two measured parts the core contradicts, ((a, tp⁻¹), (b, tp⁻¹))
+    parts: tuple[tuple[Experiment, float], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"experiment": dict(self.experiment.items()), "measured": self.measured,
                 "predicted": self.predicted, "doubled": self.doubled, "kind": self.kind,
-                "held_out": [dict(e.items()) for e in self.held_out]}
+                "held_out": [dict(e.items()) for e in self.held_out],
+                "parts": [{"experiment": dict(e.items()), "measured": t} for e, t in self.parts]}
 
 
 def miss(measured: float, predicted: float) -> float:
@@ -64,14 +75,32 @@ def misses_like(t: float, predicted: float, slower: bool, margin: float) -> bool
     return t == t and t > 0 and abs(miss(t, predicted)) > margin and (miss(t, predicted) > 0) == slower
 
 
+def splits(e: Experiment) -> list[tuple[Experiment, Experiment]]:
+    """The splits of ``e`` into the copies of one scheme and the rest (none for a single scheme)."""
+    if len(e.counts) < 2:
+        return []
+    return [(Experiment({m: c for m, c in e.items() if m != n}), Experiment({n: k})) for n, k in e.items()]
+
+
+def contradicted(times: Sequence[float], parts: Sequence[tuple[float, float]], margin: float) -> int | None:
+    """The index of the first pair of part measurements that every measurement of the core
+    (``times``) contradicts beyond ``margin`` for every port mapping, or None: slower than the
+    parts' sum, or faster than the slower part (module doc)."""
+    for j, (a, b) in enumerate(parts):
+        if min(times) > (a + b) * (1 + margin) or max(times) < max(a, b) * (1 - margin):
+            return j
+    return None
+
+
 def kind_of(mapping: PortMapping, e: Experiment) -> str:
-    """Which of the first three :data:`KINDS` a core is (module doc)."""
+    """Which of :data:`KINDS` ``scheme alone``, ``no shared port`` or ``shared ports`` a core is
+    (module doc)."""
     names = list(e)
     if len(names) == 1:
-        return KINDS[0]
+        return "scheme alone"
     ports = [set().union(*(u.ports for u in mapping.uops[n])) for n in names]
     shared = any(ports[i] & ports[j] for i in range(len(ports)) for j in range(i + 1, len(ports)))
-    return KINDS[2] if shared else KINDS[1]
+    return "shared ports" if shared else "no shared port"
 
 
 def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[Experiment],
@@ -105,10 +134,26 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
     groups: dict[Experiment, list[Experiment]] = {}
     for e, core in done.items():
         groups.setdefault(core, []).append(e)
-    doubled = [t / 2 for t in oracle.measure([scaled(c, 2) for c in groups])] if groups else []
-    cores = [Core(c, known[c], predicted[c], d,
-                  kind_of(mapping, c) if misses_like(d, predicted[c], miss(known[c], predicted[c]) > 0, margin)
-                  else KINDS[3], tuple(es))
+    parts = list(dict.fromkeys(p for c in groups for split in splits(c) for p in split if p not in known))
+    got = oracle.measure([scaled(c, 2) for c in groups] + parts) if groups else []
+    doubled = [t / 2 for t in got[:len(groups)]]
+    known.update(zip(parts, got[len(groups):]))
+    cores = [_core(c, known, predicted[c], d, tuple(es), mapping, margin)
              for (c, es), d in zip(groups.items(), doubled)]
     cores.sort(key=lambda c: (-len(c.held_out), -abs(miss(c.measured, c.predicted)), str(c.experiment)))
     return len(misses), cores
+
+
+def _core(c: Experiment, known: dict[Experiment, float], predicted: float, doubled: float,
+          held_out: tuple[Experiment, ...], mapping: PortMapping, margin: float) -> Core:
+    """The core ``c`` with its kind: ``unstable`` when the doubled experiment does not miss, else
+    ``no port mapping`` when both measurements of ``c`` contradict a split's parts, else by ports."""
+    slower = miss(known[c], predicted) > 0
+    if not misses_like(doubled, predicted, slower, margin):
+        return Core(c, known[c], predicted, doubled, "unstable", held_out)
+    pairs = splits(c)
+    j = contradicted((known[c], doubled), [(known[a], known[b]) for a, b in pairs], margin)
+    if j is not None:
+        a, b = pairs[j]
+        return Core(c, known[c], predicted, doubled, "no port mapping", held_out, ((a, known[a]), (b, known[b])))
+    return Core(c, known[c], predicted, doubled, kind_of(mapping, c), held_out)

@@ -111,13 +111,17 @@ def _misses(doc: dict[str, Any] | None) -> list[str]:
     out = ["<h3>Where the mapping misses</h3>",
            f"<p>{_e(doc['count'])} held-out experiment(s) miss pmsolve's prediction by more than "
            f"{_num(100 * doc['margin'], 0)} %; the worst {_e(doc['localised'])} are shrunk to the smallest "
-           "sub-experiments that still miss. <i>no shared port</i>: the schemes share no port in the mapping, "
-           "so the bottleneck is not a port; <i>unstable</i>: the doubled experiment does not miss.</p>",
+           "sub-experiments that still miss. <i>no port mapping</i>: the experiment runs slower than the sum of "
+           "two measured parts (or faster than one), which no port mapping allows; <i>no shared port</i>: the "
+           "schemes share no port in the mapping, so the bottleneck is not a port; <i>unstable</i>: the doubled "
+           "experiment does not miss.</p>",
            "<table id='misses'><tr><th>kind</th><th>smallest experiment that misses</th><th>measured</th>"
            "<th>doubled</th><th>mapping</th><th>held-out misses</th></tr>"]
     for c in doc.get("cores", []):
         held = "".join(f"<li><code>{_e(_exp(e))}</code></li>" for e in c["held_out"])
-        out.append(f"<tr class='miss'><td>{_e(c['kind'])}</td><td><code>{_e(_exp(c['experiment']))}</code></td>"
+        parts = "".join(f"<br>part <code>{_e(_exp(p['experiment']))}</code> {_num(p['measured'])}"
+                        for p in c.get("parts", []))
+        out.append(f"<tr class='miss'><td>{_e(c['kind'])}</td><td><code>{_e(_exp(c['experiment']))}</code>{parts}</td>"
                    f"<td class='num'>{_num(c['measured'])}</td><td class='num'>{_num(c['doubled'])}</td>"
                    f"<td class='num'>{_num(c['predicted'])}</td><td><details><summary>{len(c['held_out'])}</summary>"
                    f"<ul>{held}</ul></details></td></tr>")
