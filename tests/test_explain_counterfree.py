@@ -535,7 +535,9 @@ class _SlowInARow(SimulatedOracle):
 def test_a_derived_blocking_instruction_runs_at_its_port_rate(noise):
     """Of two schemes placed on the same unblocked set, the one slow in a row is turned down as
     its blocking instruction (a misfit with the experiments it misses) and the other one blocks
-    it; the µop another bottleneck hides there is found against it."""
+    it; the µop another bottleneck hides there is found against it. Six copies of the slow one
+    alone run slower than with another scheme beside them, which no port mapping allows: its
+    misfit carries that certificate."""
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     schemes = {"ashuf": [(s(0, 1, 2), 1)], "shuf": [(s(0, 1, 2), 1)], "hid": [(s(0, 1, 2), 1), (s(4, 5), 2)]}
     truth = PortMapping([str(p) for p in range(6)], {
@@ -545,7 +547,9 @@ def test_a_derived_blocking_instruction_runs_at_its_port_rate(noise):
                 ExplainOptions(epsilon=0.03, r_max=6, not_blocking=tuple(schemes)))
     assert res.explanations["shuf"].source == "derived blocking"
     bad = res.misfits["ashuf"]
-    assert bad.category == "unsatisfiable" and all(dict(e.items())["ashuf"] >= 6 for e, _ in bad.experiments)
+    assert bad.category == "outside the model" and all(dict(e.items())["ashuf"] >= 6 for e, _ in bad.experiments)
+    (e, t), _, _, (b, tb) = bad.certificate
+    assert set(b) == {"ashuf"} and b["ashuf"] >= 6 and t * 1.05 < tb
     ag = agreement(truth, res.mapping)
     assert not ag.different and {"shuf", "hid"} <= set(res.mapping.uops), \
         (ag.different, {i: res.misfits[i].reason for i in schemes if i in res.misfits})
@@ -834,3 +838,64 @@ def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
     assert units == [{"port": "U1", "first": "rmw", "members": ["rmx"]}]
     assert out["rmw"].misfit is not None and out["rmx"].uops == ((("6", "7"), 1), (("U1",), 1))
     assert any("st" in set(e) and len(e.counts) == 4 for e, _ in out["rmw"].misfit.experiments)
+
+
+class _WaitsForLoads(SimulatedOracle):
+    """``rmw`` waits for every load before it: alone 1 cycle where its µops allow 0.5, and with
+    k copies of ``ld`` 1 + k/2 cycles more than the ports give, the copies adding up, as Zen 4's
+    read-modify-write forms do beside a store."""
+
+    def measure(self, experiments):
+        out = []
+        for e, t in zip(experiments, super().measure(experiments)):
+            n = dict(e.items())
+            out.append(max(t, (n["rmw"] + n.get("ld", 0)) * self._factor(e)) if "rmw" in n else t)
+        return out
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(seed):
+    """``rmw`` beside one load takes 2 cycles, where it takes 1 alone and the load 0.5: slower
+    than the sum of its parts, which no port mapping allows, so its misfit carries that
+    certificate (measured twice). ``slow`` (3.5 cycles on two ports of its own) fits some port
+    mapping, just not this one with whole-cycle units, and gets none."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    machine = PortMapping([str(p) for p in range(8)] + ["X", "Y"], {
+        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
+        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
+        "rmw": [(s(4, 5), 1), (s(6, 7), 1)], "slow": [(s(0, 1), 1), (s("X", "Y"), 7)]})
+    res = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=seed),
+                ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw", "slow")))
+    assert set(res.misfits) == {"rmw", "slow"} and res.summary["certified"] == ["rmw"]
+    m = res.misfits["rmw"]
+    (e, t), (e2, t2), (a, ta), (b, tb) = m.certificate
+    assert m.category == "outside the model" and m.reason.startswith("no port mapping fits it")
+    assert e2 == Experiment({n: 2 * k for n, k in e.items()}) and min(t, t2 / 2) > 1.05 * (ta + tb)
+    assert {a, b} == {Experiment({"rmw": 1}), Experiment({n: k for n, k in e.items() if n != "rmw"})}
+    assert Misfit.from_json(m.to_json()) == m and res.misfits["slow"].certificate == ()
+
+
+class _Table:
+    def __init__(self, table):
+        self.table = {Experiment({n: int(c) for n, c in (p.split(":") for p in k.split(","))}): v
+                      for k, v in table.items()}
+
+    def measure(self, experiments):
+        return [self.table[e] for e in experiments]
+
+
+@pytest.mark.parametrize("doubled, certified", [(4.0, True), (3.0, False), (2.1, False), (0.9, False)])
+def test_a_certificate_needs_the_doubled_experiment_to_contradict_the_parts_as_well(doubled, certified):
+    """{x, y} = 2.0 where x takes 1.0 and y 0.5 contradicts every port mapping, unless the doubled
+    experiment, a second measurement, fits one (1.5 or 1.05 per copy, at most the parts' sum,
+    at least the slower one) or contradicts the other way (0.45 per copy: faster than x)."""
+    from pmsolve.infer.explain.certify import certify
+
+    e = Experiment({"x": 1, "y": 1})
+    oracle = _Table({"x:1": 1.0, "y:1": 0.5, "x:1,y:1": 2.0, "x:2,y:2": doubled})
+    miss = Explanation(misfit=Misfit("unsatisfiable", "does not reproduce", ((e, 2.0),)))
+    got = certify(oracle, [Experiment({"x": 1}), Experiment({"y": 1}), e], {"x": miss}, lambda m: None)
+    assert ("x" in got) == certified
+    if certified:
+        assert got["x"].misfit.certificate == ((e, 2.0), (Experiment({"x": 2, "y": 2}), 4.0),
+                                               (Experiment({"y": 1}), 0.5), (Experiment({"x": 1}), 1.0))

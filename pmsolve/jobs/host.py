@@ -44,7 +44,7 @@ from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explai
 from pmsolve.infer.explain.structure import slow_summary
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
-from pmsolve.jobs.report import units_text
+from pmsolve.jobs.report import certified_text, units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors import llvm_mca, osaca
@@ -430,7 +430,8 @@ def render(report: HostReport) -> str:
              f"profile {report.config.profile}, method {report.config.method}: {len(doc['schemes'])} schemes mapped "
              f"on {doc['ports']} ports{units_text(doc['units'])} (front end {doc['r_max']} instructions/cycle), "
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
-             + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")]
+             + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")
+             + certified_text(doc["misfits"])]
     if doc["slow_schedules"]:
         lines.append(f"{len(doc['slow_schedules'])} experiment(s) of blocking instructions ran slower than their port "
                      "bound (slow schedules, outside the model; set aside): " + slow_summary(doc["slow_schedules"]))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pmsolve.harness.layouts import scaled
+from pmsolve.infer.explain.certify import contradicted, splits
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import evaluate_many
 
@@ -73,23 +74,6 @@ def misses_like(t: float, predicted: float, slower: bool, margin: float) -> bool
     """Does the measurement ``t`` miss ``predicted`` by more than ``margin``, slower when
     ``slower`` and faster otherwise (an unmeasured NaN misses nothing)?"""
     return t == t and t > 0 and abs(miss(t, predicted)) > margin and (miss(t, predicted) > 0) == slower
-
-
-def splits(e: Experiment) -> list[tuple[Experiment, Experiment]]:
-    """The splits of ``e`` into the copies of one scheme and the rest (none for a single scheme)."""
-    if len(e.counts) < 2:
-        return []
-    return [(Experiment({m: c for m, c in e.items() if m != n}), Experiment({n: k})) for n, k in e.items()]
-
-
-def contradicted(times: Sequence[float], parts: Sequence[tuple[float, float]], margin: float) -> int | None:
-    """The index of the first pair of part measurements that every measurement of the core
-    (``times``) contradicts beyond ``margin`` for every port mapping, or None: slower than the
-    parts' sum, or faster than the slower part (module doc)."""
-    for j, (a, b) in enumerate(parts):
-        if min(times) > (a + b) * (1 + margin) or max(times) < max(a, b) * (1 - margin):
-            return j
-    return None
 
 
 def kind_of(mapping: PortMapping, e: Experiment) -> str:

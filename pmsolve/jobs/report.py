@@ -153,6 +153,13 @@ def units_text(units: list[dict]) -> str:
             + "; ".join(f"{u['port']}: {len(u['members'])} scheme(s) like {u['members'][0]}" for u in units) + ")")
 
 
+def certified_text(misfits: dict[str, list[dict]]) -> str:
+    """'; 441 of them fit no port mapping at all': the misfits with a certificate
+    (:mod:`pmsolve.infer.explain.certify`)."""
+    n = sum(1 for ms in misfits.values() for m in ms if m.get("certificate"))
+    return f"; {n} of them fit no port mapping at all" if n else ""
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The report page for a job document."""
     cpu = doc.get("cpu") or {}
@@ -163,7 +170,8 @@ def render_html(doc: dict[str, Any]) -> str:
            f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}, "
            f"front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
-           f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits; "
+           f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits"
+           f"{_e(certified_text(doc.get('misfits', {})))}; "
            f"{_num(doc.get('seconds', {}).get('total'), 0)} s.</p>"]
     if cpu:
         out.append(f"<p class='muted'>{_e(cpu.get('description', ''))}; vendor {_e(cpu.get('vendor'))}, "

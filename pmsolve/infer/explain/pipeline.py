@@ -8,7 +8,10 @@
 6. ``run0`` …      — every other scheme against the blocking suite, once per run;
 7. the majority vote over the runs, witnesses per µop, misfits per category;
 8. ``units``       — without a counter: schemes alone slower than their ports by whole cycles
-                     get a unit (an extra one-port resource, :mod:`~pmsolve.infer.explain.units`).
+                     get a unit (an extra one-port resource, :mod:`~pmsolve.infer.explain.units`);
+9. without a counter, misfits whose own experiments contradict every port mapping get that
+   certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
+   its few measurements are cached like all others).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
 rerunning the same call continues where an interrupted one stopped.
@@ -28,6 +31,7 @@ from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
 from pmsolve.infer.explain import stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
+from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.layouts import LayoutVote
@@ -240,6 +244,10 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         units = got["units"]
         explanations.update({i: Explanation.from_json(x) for i, x in got["schemes"].items()})
     summary["units"] = units
+    if not counter:
+        current[0] = "certify"
+        explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
+    summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
     mapping = _final_mapping(bmap, explanations, [u["port"] for u in units])
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),

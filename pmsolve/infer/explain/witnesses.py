@@ -83,12 +83,15 @@ class Witness:
 class Misfit:
     """An instruction the algorithm does not map, with why (one of :data:`CATEGORIES`).
     ``uops``: the µops on ports found for a scheme alone slower than they explain, which
-    :mod:`~pmsolve.infer.explain.units` may complete with a unit."""
+    :mod:`~pmsolve.infer.explain.units` may complete with a unit. ``certificate``: an
+    experiment, it doubled and its two parts, measured, that no port mapping fits
+    (:mod:`~pmsolve.infer.explain.certify`)."""
 
     category: str
     reason: str
     experiments: tuple[tuple[Experiment, float], ...] = ()
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()
+    certificate: tuple[tuple[Experiment, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -99,13 +102,16 @@ class Misfit:
                "experiments": [{"experiment": exp_json(e), "measured": t} for e, t in self.experiments]}
         if self.uops:
             out["uops"] = [{"ports": list(ps), "count": n} for ps, n in self.uops]
+        if self.certificate:
+            out["certificate"] = [{"experiment": exp_json(e), "measured": t} for e, t in self.certificate]
         return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Misfit":
         return cls(d["category"], d["reason"],
                    tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("experiments", [])),
-                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("uops", [])))
+                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("uops", [])),
+                   tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("certificate", [])))
 
 
 @dataclass(frozen=True)
