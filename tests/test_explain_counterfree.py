@@ -869,7 +869,7 @@ def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(s
     assert set(res.misfits) == {"rmw", "slow"} and res.summary["certified"] == ["rmw"]
     m = res.misfits["rmw"]
     (e, t), (e2, t2), (a, ta), (b, tb) = m.certificate
-    assert m.category == "outside the model" and m.reason.startswith("no port mapping fits it")
+    assert m.category == "outside the model" and m.reason.startswith("no port mapping fits its measurements")
     assert e2 == Experiment({n: 2 * k for n, k in e.items()}) and min(t, t2 / 2) > 1.05 * (ta + tb)
     assert {a, b} == {Experiment({"rmw": 1}), Experiment({n: k for n, k in e.items() if n != "rmw"})}
     assert Misfit.from_json(m.to_json()) == m and res.misfits["slow"].certificate == ()

@@ -154,10 +154,10 @@ def units_text(units: list[dict]) -> str:
 
 
 def certified_text(misfits: dict[str, list[dict]]) -> str:
-    """'; 441 of them fit no port mapping at all': the misfits with a certificate
+    """'; for 527 of them no port mapping fits their measurements': the misfits with a certificate
     (:mod:`pmsolve.infer.explain.certify`)."""
     n = sum(1 for ms in misfits.values() for m in ms if m.get("certificate"))
-    return f"; {n} of them fit no port mapping at all" if n else ""
+    return f"; for {n} of them no port mapping fits their measurements" if n else ""
 
 
 def render_html(doc: dict[str, Any]) -> str:

@@ -4,7 +4,9 @@ Every port mapping's inverse throughput, with any ports and µops and with or wi
 front-end cap, is subadditive and monotone: max(tp⁻¹(a), tp⁻¹(b)) ≤ tp⁻¹(a + b) ≤ tp⁻¹(a) +
 tp⁻¹(b). So an experiment measured slower than the sum of two measured parts it splits into (one
 scheme's copies and the rest), or faster than the slower part, contradicts every port mapping:
-its scheme is not just a misfit of the mapping found, no mapping at all fits it. On the Zen 4,
+the scheme is not just a misfit of the mapping found, no mapping at all fits its measurements.
+(A mapped scheme may meet such an experiment too, ``vmovdqa xmm, m128`` beside a 512-bit load:
+its characterisation and checks did not.) On the Zen 4,
 ``{add m64, r64; mov m64, r64}`` runs at 2.0 cycles where ``add m64, r64`` alone takes 1.0 and
 the store 0.5 (every read-modify-write form beside a store), and ``{vpaddq zmm, m512; vmovdqa
 xmm, m128}`` at 2.0 where the parts take 1.0 and 0.5.
@@ -12,9 +14,10 @@ xmm, m128}`` at 2.0 where the parts take 1.0 and 0.5.
 Every measured experiment with a misfit is searched, split into the misfit's copies and the
 rest, where both parts were measured already (the singletons, the blocking instructions
 alone); an experiment that contradicts its parts is measured again doubled, and only when both
-measurements contradict them does the certificate stand. Certified misfits are ``outside the model`` whatever they were before, with the four
-measurements in the reason and in ``Misfit.certificate``. :mod:`pmsolve.jobs.misses` uses the
-same test on the held-out misses.
+measurements contradict them does the certificate stand (one measurement is not enough: a
+disturbed sample can read 20 % fast). Certified misfits are ``outside the model`` whatever
+they were before, with the four measurements in the reason and in ``Misfit.certificate``.
+:mod:`pmsolve.jobs.misses` uses the same test on the held-out misses.
 """
 
 from __future__ import annotations
@@ -94,12 +97,12 @@ def certify(oracle: Any, known: Sequence[Experiment], explanations: dict[str, Ex
                 continue
             a, b = split[e, n]
             m = explanations[n].misfit
-            why = (f"no port mapping fits it: {e} = {t:.3g} cycles (doubled {d:.3g}) where its parts take "
-                   f"{value[a]:.3g} ({a}) and {value[b]:.3g} ({b}), and every port mapping's tp⁻¹ is "
-                   f"subadditive and monotone; {m.reason}")
+            why = (f"no port mapping fits its measurements: {e} = {t:.3g} cycles (doubled {d:.3g}) where its "
+                   f"parts take {value[a]:.3g} ({a}) and {value[b]:.3g} ({b}), and every port mapping's "
+                   f"tp⁻¹ is subadditive and monotone; {m.reason}")
             out[n] = replace(explanations[n], misfit=Misfit(
                 "outside the model", why, m.experiments, m.uops,
                 ((e, t), (scaled(e, 2), 2 * d), (a, value[a]), (b, value[b]))))
             break
-    say(f"  {len(out)} misfit(s) fit no port mapping at all")
+    say(f"  {len(out)} misfit(s) whose measurements no port mapping fits")
     return out
