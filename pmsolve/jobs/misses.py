@@ -7,14 +7,12 @@ out, the one that misses most in the same direction replaces the experiment, unt
 sub-experiment misses any more. What is left, the *core*, is the evidence the issue asks for
 ("say which bottleneck is not a port, with the experiments"), and is of one of five kinds:
 
-- ``no port mapping`` — the core and two parts it splits into (one scheme's copies and the
-  rest, both measured) contradict every port mapping there is, with any ports and µops and with
-  or without a front-end cap: a port mapping's tp⁻¹ is subadditive and monotone,
-  max(tp⁻¹(a), tp⁻¹(b)) ≤ tp⁻¹(a + b) ≤ tp⁻¹(a) + tp⁻¹(b), and the core runs slower than the sum
-  of its parts (on the Zen 4: ``{vpaddq zmm, m512; vmovdqa xmm, m128}`` = 2.0 cycles, the parts
-  1.0 and 0.5) or faster than one of them, by more than ``margin``, in both measurements of
-  it. A mapping, ours or any other, that predicts the parts as measured predicts the core at
-  most at their sum (at least at the slower one);
+- ``no port mapping`` — both measurements of the core contradict, for every port mapping, two
+  measured parts it splits into (one scheme's copies and the rest; the test is
+  :func:`pmsolve.infer.explain.certify.contradicted`): slower than their sum (on the Zen 4,
+  ``{vpaddq zmm, m512; vmovdqa xmm, m128}`` = 2.0 cycles, the parts 1.0 and 0.5) or faster than
+  the slower one, by more than ``margin``. A mapping, ours or any other, that predicts the parts
+  as measured predicts the core at most at their sum (at least at the slower one);
 - ``scheme alone`` — one scheme on its own runs off its mapping (its µops were derived from
   other experiments, against the blocking instructions);
 - ``no shared port`` — schemes whose µops share no port in the mapping, so the mapping lets

@@ -9,8 +9,8 @@
 7. the majority vote over the runs, witnesses per µop, misfits per category;
 8. ``units``       — without a counter: schemes alone slower than their ports by whole cycles
                      get a unit (an extra one-port resource, :mod:`~pmsolve.infer.explain.units`);
-9. without a counter, misfits whose own experiments contradict every port mapping get that
-   certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
+9. without a counter, misfits with a measured experiment that contradicts every port mapping
+   get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
