@@ -11,6 +11,7 @@ from explain_fixtures import synthetic, zen_like
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pmsolve.cli import main
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions, infer
 from pmsolve.infer.explain.witnesses import Explanation, Misfit
@@ -854,7 +855,7 @@ class _WaitsForLoads(SimulatedOracle):
 
 
 @pytest.mark.parametrize("seed", range(2))
-def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(seed):
+def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(seed, tmp_path, capsys):
     """``rmw`` beside one load takes 2 cycles, where it takes 1 alone and the load 0.5: slower
     than the sum of its parts, which no port mapping allows, so its misfit carries that
     certificate (measured twice). ``slow`` (3.5 cycles on two ports of its own) fits some port
@@ -873,6 +874,12 @@ def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(s
     assert e2 == Experiment({n: 2 * k for n, k in e.items()}) and min(t, t2 / 2) > 1.05 * (ta + tb)
     assert {a, b} == {Experiment({"rmw": 1}), Experiment({n: k for n, k in e.items() if n != "rmw"})}
     assert Misfit.from_json(m.to_json()) == m and res.misfits["slow"].certificate == ()
+    res.save(tmp_path / "m.json")
+    assert main(["explain", str(tmp_path / "m.json")]) == 0
+    assert "1 misfit(s) whose measurements no port mapping fits: rmw" in capsys.readouterr().out
+    assert main(["explain", str(tmp_path / "m.json"), "rmw"]) == 0
+    assert f"no port mapping fits: {e} = {t:.4g} cycles, doubled {e2} = {t2:.4g}; parts: {a} = {ta:.4g}" \
+        in capsys.readouterr().out
 
 
 class _Table:

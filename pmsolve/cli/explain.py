@@ -65,6 +65,9 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
             return 0
         print(f"{len(schemes)} schemes; misfits: "
               + ", ".join(f"{k} {v}" for k, v in ex.get("misfit_counts", {}).items()))
+        if ex.get("certified"):
+            print(f"{len(ex['certified'])} misfit(s) whose measurements no port mapping fits: "
+                  + ", ".join(ex["certified"][:8]) + (" …" if len(ex["certified"]) > 8 else ""))
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
               "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
         for w in ex.get("warnings", []):
@@ -81,6 +84,10 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
         print(f"  misfit: {x.misfit.category} — {x.misfit.reason}")
         for e, t in x.misfit.experiments:
             print(f"    {e}: measured {t:.4g}")
+        if x.misfit.certificate:
+            (e, t), (e2, t2), *parts = x.misfit.certificate
+            print(f"  no port mapping fits: {e} = {t:.4g} cycles, doubled {e2} = {t2:.4g}; parts: "
+                  + ", ".join(f"{p} = {tp:.4g}" for p, tp in parts))
     else:
         for ps, n in x.uops:
             key = ",".join(ps)

@@ -65,9 +65,9 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--held-out", type=POSITIVE_INT, default=200, help="held-out 4-5-instruction experiments (default 200)")
     p.add_argument("--runs", type=POSITIVE_INT, default=1, help="characterisation runs for the majority vote (default 1)")
     p.add_argument("--no-pmevo", action="store_true", help="do not train PMEvo for the comparison")
-    p.add_argument("--pmevo-schemes", type=POSITIVE_INT, default=60,
+    p.add_argument("--pmevo-schemes", type=POSITIVE_INT, default=40,
                    help="PMEvo's comparison trains on a random sample of this many mapped schemes (it measures "
-                        "every pair; default 60)")
+                        "every pair; default 40)")
     p.add_argument("--pmevo-minutes", type=NON_NEGATIVE, default=1.5,
                    help="PMEvo's evolution time for the comparison (default 1.5)")
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")

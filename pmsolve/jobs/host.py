@@ -82,7 +82,7 @@ class JobConfig:
     noise: float = 0.005
     compare_pmevo: bool = True
     pmevo_minutes: float = 1.5
-    pmevo_schemes: int = 60
+    pmevo_schemes: int = 40   # it measures every pair (twice: pairs and ratio pairs)
     workdir: str | None = None
     simulated: bool = False
     mcpu: str | None = None
@@ -399,7 +399,8 @@ def _pmevo(oracle, names: list[str], r_max: float | None, config: JobConfig, wor
 
     options = PmevoOptions(ports=10, instructions=tuple(names), r_max=r_max, seed=config.seed,
                            budget_seconds=60 * config.pmevo_minutes, check_experiments=0)
-    say(f"  PMEvo on the {len(names)} mapped schemes ({config.pmevo_minutes:g} min budget)")
+    say(f"  PMEvo on {len(names)} mapped schemes: their singletons, pairs, ratio pairs and "
+        f"{options.value('training')} random experiments measured, then {config.pmevo_minutes:g} min of search")
     return infer(oracle, options, state=str(work / "pmevo-checkpoint")).mapping
 
 
