@@ -124,6 +124,25 @@ def test_result_details(hw):
     assert r.cycles == min(sorted(v)[len(v) // 2] for v in r.samples.values())
 
 
+@needs_hw
+def test_rounds_wait_for_quiet_references_and_a_round_let_through_flags_the_measurement():
+    """The gate of the worker: with a baseline no reference can reach, every round waits its
+    ``gate_seconds`` and is then let through disturbed, which flags the experiment; with one every
+    reference reaches, nothing waits and nothing is flagged."""
+    settings = replace(FAST, gate_seconds=0.05, max_retries=0, deferred_passes=0)
+    e = Experiment({"add_r64_r64": 1})
+    with HardwareOracle(NAMES, settings) as oracle:
+        oracle.measure([e])
+        oracle.baseline = {n: 1e-3 for n in REFERENCES}
+        t0 = time.perf_counter()
+        [(_, r)] = list(oracle.measure_iter([e]))
+        assert time.perf_counter() - t0 >= settings.gate_seconds
+        assert r.noisy and r.gate["disturbed"] == settings.rounds and r.gate["waits"] > 0
+        oracle.baseline = {n: 1e3 for n in REFERENCES}
+        [(_, r)] = list(oracle.measure_iter([e]))
+        assert r.gate == {"waits": 0, "discarded": 0, "disturbed": 0}
+
+
 def _fake(name: str, template: str, operands=()) -> Scheme:
     return Scheme(name=name, mnemonic=name, code="FAKE", template=template, operands=tuple(operands))
 

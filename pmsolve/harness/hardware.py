@@ -4,10 +4,11 @@ Per experiment: unroll to about 40/80/200 instructions (:mod:`pmsolve.harness.al
 allocate operands (Alg. 3.1), assemble a whole batch in the measurement frame with one GNU
 ``as`` call (:mod:`pmsolve.harness.assemble`), and measure in an isolated worker process
 (:mod:`pmsolve.harness.worker_client`): rounds of ``T(2n) - T(n)`` samples with interleaved clock
-calibration, the median per variant, the fastest variant per experiment. A reference kernel
-(independent ``add r64, imm8``) is sampled before and after; when it deviates from its baseline
-or the spread is above the tolerance, the experiment is measured again (a few times, backing
-off). The spread is reported per experiment and flagged when it stays high. A kernel that
+calibration, the median per variant, the fastest variant per experiment. Reference kernels
+(integer ALU, load, store, FP) are sampled between rounds, and a round counts only when they ran
+at their undisturbed speed before and after it (the worker waits for such a moment, up to
+``gate_seconds``); when they deviate from their baseline all the same, or the spread is above
+the tolerance, the experiment is measured again (a few times, backing off). The spread is reported per experiment and flagged when it stays high. A kernel that
 faults becomes an error for its experiment; the campaign goes on with a fresh worker.
 
 >>> from pmsolve.harness.hardware import HardwareOracle
@@ -38,6 +39,8 @@ from pmsolve.model import Experiment
 CALIBRATION = "pmsolve_cal"
 #: experiments in a row that stay noisy through every attempt before the baseline is taken again
 STALE_AFTER = 8
+#: samples of the reference kernels from which their undisturbed speed is taken
+BASELINE_SAMPLES = 20
 #: reference kernels for noise detection, one per resource an outside burst may slow down:
 #: integer ALUs, the load and store pipes, and the FP pipes (200 independent instances each)
 REFERENCES = {"pmsolve_ref_alu": "add_r64_i8", "pmsolve_ref_load": "mov_r64_m64",
@@ -72,6 +75,7 @@ class HarnessSettings:
     frame_version: int = 2             # 2: four reference kernels
     timing_version: int = 2            # 2: a sample is min T(2n) − min T(n) over interleaved runs
     allocation_version: int = 3        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13
+    gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
 
     def key(self) -> dict:
         d = asdict(self)
@@ -92,6 +96,7 @@ class HardwareMeasurement:
     samples: dict[str, list[float]] = field(default_factory=dict)   # variant -> cycles per copy
     reference: list[dict[str, float]] = field(default_factory=list)  # reference kernels' cycles/instruction
     ratios: list[float] = field(default_factory=list)               # TSC ticks per core cycle
+    gate: dict[str, int] = field(default_factory=dict)   # rounds the worker waited for, took again, let through
 
     @property
     def ok(self) -> bool:
@@ -262,20 +267,26 @@ class HardwareOracle:
         self.results[r.experiment] = r
         return r
 
-    def _request(self, variants: list[tuple[str, int]]) -> dict:
-        return {"op": "measure", "calibration": CALIBRATION,
-                "references": [(name, REFERENCE_COUNT) for name in REFERENCES], "variants": variants,
-                "rounds": self.settings.rounds, "target_ticks": self.settings.target_ticks}
+    def _request(self, variants: list[tuple[str, int]], baseline: dict[str, float] | None = None,
+                 rounds: int | None = None) -> dict:
+        req = {"op": "measure", "calibration": CALIBRATION,
+               "references": [(name, REFERENCE_COUNT) for name in REFERENCES], "variants": variants,
+               "rounds": self.settings.rounds if rounds is None else rounds, "target_ticks": self.settings.target_ticks}
+        if baseline is not None and self.settings.gate_seconds > 0:
+            req["gate"] = {"baseline": dict(baseline), "tol": self.settings.noise_tolerance,
+                           "seconds": self.settings.gate_seconds}
+        return req
 
     def _baseline(self, code: bytes, symbols: dict[str, int]) -> dict[str, float]:
         """Each reference kernel's cycles per instruction when undisturbed: the densest cluster of
-        10 samples (:func:`densest`). Taken again after ``STALE_AFTER`` experiments in a row stayed
-        noisy through every attempt, in case it was taken during a burst."""
+        ``BASELINE_SAMPLES`` samples (:func:`densest`). Taken again after ``STALE_AFTER`` experiments
+        in a row stayed noisy through every attempt, in case it was taken during a burst."""
         if self.baseline is None or self._noisy_in_a_row >= STALE_AFTER:
             w = self._ensure_worker(code, symbols)
-            tries = [w.call(self._request([]), self.call_timeout)["reference"] for _ in range(5)]
-            tol = self.settings.noise_tolerance
-            self.baseline = {name: densest([s[name] for t in tries for s in t], tol) for name in REFERENCES}
+            tries = [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
+                     for _ in range(BASELINE_SAMPLES)]
+            tol = self.settings.noise_tolerance / 2
+            self.baseline = {name: densest([t[name] for t in tries], tol) for name in REFERENCES}
             self._noisy_in_a_row = 0
         return self.baseline
 
@@ -285,7 +296,7 @@ class HardwareOracle:
         for attempt in range(1, self.settings.max_retries + 2):
             try:
                 base = self._baseline(code, symbols)
-                reply = self._ensure_worker(code, symbols).call(self._request(variants), self.call_timeout)
+                reply = self._ensure_worker(code, symbols).call(self._request(variants, base), self.call_timeout)
             except WorkerDied as died:
                 self._worker = None
                 return HardwareMeasurement(e, None, error=str(died), attempts=attempt)
@@ -303,8 +314,10 @@ class HardwareOracle:
             # a reference counts as disturbed when it is off both before and after (a single
             # sample can be off through its own calibration; real bursts last seconds)
             ref_dev = max(min(abs(sample[n] - base[n]) / base[n] for sample in reply["reference"]) for n in base)
-            r = HardwareMeasurement(e, med, spread=spread, noisy=spread > tol or ref_dev > tol, attempts=attempt,
-                                    samples=reply["samples"], reference=reply["reference"], ratios=reply["ratios"])
+            gate = reply.get("gate", {})
+            r = HardwareMeasurement(e, med, spread=spread, attempts=attempt, samples=reply["samples"],
+                                    noisy=spread > tol or ref_dev > tol or gate.get("disturbed", 0) > 0,
+                                    reference=reply["reference"], ratios=reply["ratios"], gate=gate)
             best = r if best is None else _faster(best, r, attempt)
             if not r.noisy:
                 self._noisy_in_a_row = 0

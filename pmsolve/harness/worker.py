@@ -20,6 +20,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 from typing import Any, BinaryIO
 
 KERNEL = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
@@ -83,33 +84,62 @@ class Executor:
         return sorted(self.diff(cal, n) for _ in range(3))[1] / CAL_CHAIN
 
     def measure(self, req: dict) -> dict:
-        """Rounds of samples for every unroll variant, interleaved with calibration; reference
-        kernel samples before and after (noise detection is the parent's job)."""
+        """Rounds of samples for every unroll variant, interleaved with calibration, each round
+        between two samples of the reference kernels (the first and last are returned; deciding
+        what is noise is the parent's job).
+
+        With ``req["gate"]`` (``baseline``: each reference's undisturbed cycles per instruction,
+        ``tol``, ``seconds``) a round counts only when the references before *and* after it ran
+        within ``tol`` of their baselines: until then the worker waits for a quiet moment (a
+        disturbed reference is sampled again) and a round that ends disturbed is taken again.
+        Bursts from outside a VM are often shorter than a second and come many times a second
+        (on a 2-vCPU Zen 3 VM, 75 % of 0.2-ms reference samples were disturbed for minutes, with
+        quiet stretches of 20-200 ms between), so waiting for a quiet stretch at the level of one
+        round (about a millisecond) measures where retrying whole experiments would not. After
+        ``seconds`` the remaining rounds are taken as they come and counted in ``disturbed``."""
         fill_memory(self.memory)
         cal, refs_req = req["calibration"], req["references"]
         target = req["target_ticks"]
+        gate = req.get("gate")
         n_cal = self.iterations(cal, target)
         n_ref = {name: self.iterations(name, target) for name, _ in refs_req}
         variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         ratios: list[float] = []
-        refs: list[dict[str, float]] = []
 
-        def ref_sample() -> None:
+        def ref_sample() -> dict[str, float]:
             r = self.calibrate(cal, n_cal)
-            refs.append({name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req})
+            return {name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req}
 
-        ref_sample()
-        for _ in range(req["rounds"]):
-            before = self.calibrate(cal, n_cal)
+        def quiet(s: dict[str, float]) -> bool:
+            return all(v <= gate["baseline"][n] * (1 + gate["tol"]) for n, v in s.items() if n in gate["baseline"])
+
+        deadline = time.monotonic() + (gate["seconds"] if gate else 0.0)
+        waits = discarded = disturbed = 0
+        first = before = ref_sample()
+        while len(ratios) < req["rounds"]:
+            waiting = gate is not None and time.monotonic() < deadline
+            if waiting and not quiet(before):
+                waits += 1
+                first = before = ref_sample()
+                continue
+            c1 = self.calibrate(cal, n_cal)
             raw = [(name, copies, self.diff(name, n)) for name, copies, n in variants]
-            after = self.calibrate(cal, n_cal)
-            ratio = (before + after) / 2
+            c2 = self.calibrate(cal, n_cal)
+            after = ref_sample()
+            if gate is not None and not (quiet(before) and quiet(after)):
+                if waiting and time.monotonic() < deadline:
+                    discarded += 1
+                    before = after
+                    continue
+                disturbed += 1
+            ratio = (c1 + c2) / 2
             ratios.append(ratio)
             for name, copies, ticks in raw:
                 samples[name].append(ticks / ratio / copies)
-        ref_sample()
-        return {"samples": samples, "ratios": ratios, "reference": refs}
+            before = after
+        return {"samples": samples, "ratios": ratios, "reference": [first, before],
+                "gate": {"waits": waits, "discarded": discarded, "disturbed": disturbed}}
 
 
 def _send(out: BinaryIO, msg: object) -> None:
