@@ -47,6 +47,14 @@ def test_representative_order_puts_pure_loads_before_loads_that_compute():
     assert order[0] == "add_r64_r64"
 
 
+def test_schemes_that_bridge_port_groups_are_no_blocking_candidates():
+    names = ["add_r64_m64", "sete_m8", "mov_r64_m64", "mov_m64_r64", "vmovdqa_xmm_m128", "vmovd_r32_xmm",
+             "vmovd_xmm_r32", "vcvtsi2sd_xmm_xmm_r64", "kmovw_k_r32", "kmovw_k_m16", "add_r64_r64",
+             "vpaddd_xmm_xmm_xmm", "lea_r64_m"]
+    assert set(profiles.not_blocking(CAT, names)) == {"add_r64_m64", "sete_m8", "vmovd_r32_xmm", "vmovd_xmm_r32",
+                                                      "vcvtsi2sd_xmm_xmm_r64", "kmovw_k_r32"}
+
+
 def test_held_out_experiments_avoid_the_inference_experiments():
     names = ["a", "b", "c", "d", "e"]
     a = held_out_experiments(names, 40, seed=3)

@@ -94,10 +94,27 @@ def representative_order(catalogue: Catalogue, names: list[str]) -> tuple[str, .
 
 
 def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
-    """Schemes that access memory *and* compute (``add r64, m64``, ``sete m8``): several µops on
-    unrelated port groups (a load or store besides the operation), so they bridge groups of
-    blocking candidates that share no port. Plain moves to and from memory stay candidates, the
-    only ones that block the load and store ports. They are characterised like every scheme."""
+    """Schemes that are several µops on unrelated port groups, so they bridge groups of blocking
+    candidates that share no port; they are characterised like every scheme:
+
+    * forms that access memory *and* compute (``add r64, m64``, ``sete m8``): a load or store
+      besides the operation. Plain moves to and from memory stay candidates, the only ones that
+      block the load and store ports;
+    * forms whose register operands span the general-purpose and the vector (or mask) register
+      files (``vmovd r32, xmm``, ``vcvtsi2sd xmm, xmm, r64``): the value crosses between the
+      integer and the vector side. On a Zen 3 ``vmovd r32, xmm`` alone takes 1.0 cycle, four
+      ``add r64, i32`` 1.0, and the two together 2.0: taken as one µop on one port it
+      contradicted the integer ALUs' class, which the pair screening then dropped."""
     moves = ("mov", "vec-move")
-    return tuple(n for n in names if catalogue[n].memory != "none" and catalogue[n].memory != "agen"
-                 and catalogue[n].category not in moves and not catalogue[n].mnemonic.startswith("kmov"))
+    out = []
+    for n in names:
+        s = catalogue[n]
+        files = {_register_file(o.cls) for o in s.operands if o.kind == "reg"}
+        computes = s.memory not in ("none", "agen") and s.category not in moves and not s.mnemonic.startswith("kmov")
+        if computes or len(files) > 1:
+            out.append(n)
+    return tuple(out)
+
+
+def _register_file(cls: str) -> str:
+    return "gpr" if cls == "gpr" else "mask" if cls == "k" else "vector"
