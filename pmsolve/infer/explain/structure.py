@@ -518,6 +518,8 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
     while res is None:
         more = [e for e, _ in core.experiments if e in mixed and e not in out] if core is not None else []
         if not more or len(out) + len(more) > max(o.slow_pairs, len(mixed) // 2):
+            progress(f"  component {cid}: leaving out {len(out)} mix(es) did not explain it "
+                     f"({'no more mixes in the core' if not more else 'too many mixes'})")
             return None, [], runs
         out += more
         res, core, n = _port_search(oracle, cid, comp, size, mult, [e for e in extra if e not in set(out)],
@@ -534,6 +536,8 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
             aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
                           "component": sorted(comp)})
     if len(aside) > o.slow_pairs:
+        progress(f"  component {cid}: the mapping that explains the rest leaves {len(aside)} slow mix(es), "
+                 f"more than the budget of {o.slow_pairs}")
         return None, [], runs
     for a in aside:
         progress(f"  component {cid}: {Experiment(a['experiment'])} = {a['measured']:.4g} is slower than the "
