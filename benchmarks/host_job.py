@@ -7,7 +7,11 @@
    worker round trip for many experiments) and one experiment per call (the reference route),
    each on a fresh oracle without a store. Printed: experiments per second of each and their
    ratio (the machine is noisy; compare the ratio, not the absolute figures).
-2. The job (`pmsolve infer --profile …`) with its time and experiments per stage, the
+2. The gate (``HarnessSettings.gate_seconds``): the same experiments measured twice with the
+   worker waiting for quiet reference kernels and twice without, interleaved; printed are the
+   experiments per second of each and how far the two passes of each disagree (median and
+   share above 2 %): on a noisy VM the gate costs time and buys repeatable values.
+3. The job (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
 """
@@ -50,6 +54,27 @@ def throughput(n: int, seed: int) -> dict:
     return out
 
 
+def gate(n: int, seed: int) -> dict:
+    names = profiles.choose(load_catalogue(), "quick")
+    rng = random.Random(seed)
+    exps = list({Experiment([rng.choice(names) for _ in range(rng.randint(1, 4))]): None for _ in range(n)})
+    runs: dict[str, list[list[float]]] = {"gate": [], "no gate": []}
+    seconds = {k: 0.0 for k in runs}
+    for _ in range(2):
+        for route, g in (("gate", HarnessSettings().gate_seconds), ("no gate", 0.0)):
+            with HardwareOracle(names, HarnessSettings(gate_seconds=g), on_error="nan") as oracle:
+                oracle.measure([Experiment({names[0]: 1})])
+                t = time.perf_counter()
+                runs[route].append(oracle.measure(exps))
+                seconds[route] += time.perf_counter() - t
+    out = {"experiments": len(exps)}
+    for route, (a, b) in runs.items():
+        d = sorted(abs(x - y) / min(x, y) for x, y in zip(a, b) if x == x and y == y and min(x, y) > 0)
+        out[route] = {"per_second": 2 * len(exps) / seconds[route], "median_disagreement": d[len(d) // 2],
+                      "above_2_percent": sum(x > 0.02 for x in d) / len(d)}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--experiments", type=int, default=120, help="experiments for the throughput part")
@@ -62,13 +87,14 @@ def main() -> int:
         print(f"skipped: {available()}")
         return 0
     tp = throughput(args.experiments, 1)
+    gt = gate(args.experiments // 2, 2)
     with tempfile.TemporaryDirectory() as tmp:
         config = JobConfig(profile=args.profile, workdir=args.workdir or tmp, compare_pmevo=not args.no_pmevo)
         t = time.perf_counter()
         report = run(config, say=lambda m: print(m, file=sys.stderr, flush=True) if not args.json else None)
         wall = time.perf_counter() - t
     stages = report.result.summary["stats"].get("stages", {}) if report.result is not None else {}
-    doc = {"machine": report.machine, "throughput": tp, "profile": args.profile, "wall_seconds": round(wall, 1),
+    doc = {"machine": report.machine, "throughput": tp, "gate": gt, "profile": args.profile, "wall_seconds": round(wall, 1),
            "job_seconds": report.seconds, "inference_stages": stages,
            "mapped": len(report.mapping.uops) if report.mapping else 0}
     if args.json:
@@ -79,6 +105,12 @@ def main() -> int:
     print(f"  one batch          {tp['batch']:7.1f} experiments/s")
     print(f"  one per call       {tp['one per call']:7.1f} experiments/s   (reference route)")
     print(f"  ratio              {tp['ratio']:7.2f}x")
+    print(f"the gate ({gt['experiments']} experiments measured twice each way, interleaved):")
+    for route in ("gate", "no gate"):
+        g = gt[route]
+        print(f"  {route:8s} {g['per_second']:7.1f} experiments/s, two passes disagree by "
+              f"{100 * g['median_disagreement']:.2f} % (median), {100 * g['above_2_percent']:.0f} % above 2 %")
+    print(f"  time ratio (gate / no gate) {gt['no gate']['per_second'] / gt['gate']['per_second']:.2f}x")
     print(f"job, profile {args.profile}: {doc['mapped']} schemes mapped, {wall:.0f} s wall")
     for name, sec in report.seconds.items():
         print(f"  {name:28s} {sec:8.1f} s")
