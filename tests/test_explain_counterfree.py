@@ -939,3 +939,51 @@ def test_a_certificate_needs_the_doubled_experiment_to_contradict_the_parts_as_w
     if certified:
         assert got["x"].misfit.certificate == ((e, 2.0), (Experiment({"x": 2, "y": 2}), 4.0),
                                                (Experiment({"y": 1}), 0.5), (Experiment({"x": 1}), 1.0))
+
+
+def test_a_large_component_is_split_at_the_candidate_that_links_its_parts():
+    """Two cliques of four joined through ``x`` (x–a1, x–b1): ``a1`` also splits the component,
+    but leaves a part of five; ``x`` leaves two of four. Within the limit nothing goes."""
+    from pmsolve.infer.explain.structure import split_large
+
+    a, b = [f"a{k}" for k in range(1, 5)], [f"b{k}" for k in range(1, 5)]
+    edges = {frozenset(p) for g in (a, b) for p in combinations(g, 2)} | {frozenset(("x", "a1")), frozenset(("x", "b1"))}
+    comp = sorted(a + b + ["x"])
+    assert split_large(comp, edges, {}, 8) == ([a, b], ["x"])
+    assert split_large(comp, edges, {}, 9) == ([comp], [])
+    clique = {frozenset(p) for p in combinations(a + b, 2)}
+    assert split_large(sorted(a + b), clique, {}, 4) == ([sorted(a + b)], [])   # no candidate splits it
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)).filter(lambda e: e[0] != e[1]), max_size=20),
+       st.integers(2, 6))
+@settings(max_examples=200, deadline=None)
+def test_split_large_leaves_the_components_of_what_remains_each_within_the_limit_or_unsplittable(edges, limit):
+    from pmsolve.infer.explain.structure import split_large
+
+    names = [f"c{k}" for k in range(10)]
+    graph = {frozenset((names[i], names[j])) for i, j in edges}
+    for comp in components(names, graph):
+        parts, gone = split_large(comp, graph, {}, limit)
+        left = sorted(x for p in parts for x in p)
+        assert sorted(left + gone) == comp and not set(left) & set(gone)
+        assert sorted(map(sorted, parts)) == sorted(components(left, {e for e in graph if e <= set(left)}))
+        for p in parts:   # too large only when no single candidate splits it
+            assert len(p) <= limit or all(
+                len(components([y for y in p if y != x], {e for e in graph if e <= set(p) - {x}})) == 1 for x in p)
+
+
+@pytest.mark.parametrize("seconds", [None, 0.0])
+def test_past_the_structure_budget_a_redundant_candidate_gets_no_second_round(seconds):
+    """``w`` is two µops on the ALU's four ports: redundant beside ``alu``. With time left its
+    class member ``w2`` stands in and the structure is inferred again (a second round of pairs
+    and port searches: minutes on a real CPU); past the budget it is not. Both map the truth."""
+    q = frozenset("0123")
+    truth = PortMapping([str(k) for k in range(6)], {"alu": [(q, 1)], "w": [(q, 2)], "w2": [(q, 2)],
+                                                     "v": [(frozenset("45"), 1)]})
+    said: list[str] = []
+    res = infer(SimulatedOracle(truth, r_max=None, noise=0.0, seed=0),
+                ExplainOptions(epsilon=0.03, structure_seconds=seconds), progress=lambda ev: said.append(ev.message))
+    assert any("w2 stands in for w" in m for m in said) == (seconds is None)
+    assert any("no second round" in m for m in said) == (seconds == 0.0)
+    assert agreement(truth, res.mapping).rate() == 1.0, res.mapping

@@ -42,7 +42,13 @@ class ExplainOptions:
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
       ``structure_seconds``: after this long, the structure stage tries no more multiplicities
       for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
-      succeeded in eight runs, and one run spent 480 s in them);
+      succeeded in eight runs, and one run spent 480 s in them); past it, no second round for the
+      stand-ins of redundant candidates either;
+    * ``max_component``: a component with more blocking candidates than this is split before its
+      port search, at the candidate that links its parts (:func:`~pmsolve.infer.explain.structure.
+      split_large`; None: never). A port search takes seconds on 4–6 candidates and minutes on
+      10–11: on a Zen 4 one 3-port vector broadcast, slow beside the GPR store in one pair, joined
+      the memory and vector candidates into 11, and three searches on it took 520 s;
     * ``slow_pairs``: how many pair experiments per blocking candidate the structure stage may
       set aside as slow schedules (slower than the port bound of an overlap that explains the
       candidate's other pair experiments; :mod:`~pmsolve.infer.explain.structure`); default 0:
@@ -100,6 +106,7 @@ class ExplainOptions:
     cegis_epsilon: float | None = None
     layouts: int = 1
     structure_seconds: float | None = None
+    max_component: int | None = None
     slow_pairs: int = 0
 
     def __post_init__(self) -> None:
@@ -111,6 +118,8 @@ class ExplainOptions:
             raise ValidationError(f"explain: epsilon must be in [0, 1), got {self.epsilon}")
         if self.layouts < 1:
             raise ValidationError(f"explain: layouts must be ≥ 1, got {self.layouts}")
+        if self.max_component is not None and self.max_component < 2:
+            raise ValidationError(f"explain: max_component must be ≥ 2, got {self.max_component}")
         if self.slow_pairs < 0:
             raise ValidationError(f"explain: slow_pairs must be ≥ 0, got {self.slow_pairs}")
         if self.runs < 1:
@@ -142,5 +151,6 @@ class ExplainOptions:
                 "max_multiplicity": self.max_multiplicity, "max_uops": self.max_uops,
                 "cegis_epsilon": self.cegis_epsilon, "rep_order": list(self.rep_order),
                 "not_blocking": list(self.not_blocking), "layouts": self.layouts,
-                "structure_seconds": self.structure_seconds, "slow_pairs": self.slow_pairs,
+                "structure_seconds": self.structure_seconds, "max_component": self.max_component,
+                "slow_pairs": self.slow_pairs,
                 "instructions": list(self.instructions) if self.instructions is not None else None}

@@ -9,7 +9,9 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    as ``{i↦s_i, j↦s_j}`` (each alone would need one cycle). Disjoint port sets give the larger
    of the parts (or the front-end limit); anything slower shows that i and j interact;
 2. **components** — representatives linked by interactions form components; components use
-   disjoint ports, so each is solved alone and gets its own, *inferred*, number of ports;
+   disjoint ports, so each is solved alone and gets its own, *inferred*, number of ports. A
+   component larger than ``max_component`` is split at the candidate that links its parts
+   (:func:`split_large`; that candidate is characterised like any scheme);
 3. **ports** — per component, CEGIS (:mod:`pmsolve.infer.cegis`, fixed µop counts, port-set
    sizes s) runs with P = P_lo, P_lo + 1, … ports; the first P whose space explains every
    measurement (pairs, random mixes of the component's candidates, whatever CEGIS adds) is the
@@ -320,6 +322,31 @@ def components(reps: list[str], interacting: set[frozenset[str]]) -> list[list[s
     return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g))
 
 
+def split_large(comp: list[str], interacting: set[frozenset[str]], class_size: dict[str, int],
+                limit: int) -> tuple[list[list[str]], list[str]]:
+    """A component of more than ``limit`` candidates, split at the candidates that link its parts:
+    the one whose removal leaves the smallest largest part (then the smaller class, the simpler
+    scheme) goes, until every part is within the limit or no single candidate splits what is
+    left. A port search grows steeply with the component, and a link is often one slow pair.
+    Returns the parts (largest first) and the candidates that went, in order."""
+    todo, out, gone = [comp], [], []
+    while todo:
+        c = todo.pop(0)
+        best = None
+        for v in c if len(c) > limit else ():
+            rest = [x for x in c if x != v]
+            parts = components(rest, {p for p in interacting if p <= set(rest)})
+            key = (max(map(len, parts)), class_size.get(v, 1), [-x for x in simplicity(v)[:2]], v)
+            if len(parts) > 1 and (best is None or key < best[0]):
+                best = (key, v, parts)
+        if best is None:
+            out.append(c)
+        else:
+            gone.append(best[1])
+            todo = best[2] + todo
+    return sorted(out, key=lambda g: (-len(g), g)), gone
+
+
 def port_lower_bound(comp: list[str], size: dict[str, int], mult: dict[str, int],
                      interacting: set[frozenset[str]]) -> int:
     """Pairwise non-interacting representatives have disjoint port sets: the largest total
@@ -385,7 +412,11 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
                          {e: t for e, t in values.items() if e not in slow}, r_max, o, progress,
                          t0 + o.structure_seconds if o.structure_seconds is not None else None)
         got["slow_schedules"] = aside + got["slow_schedules"]
-        if not stand_in(got.get("redundant", [])):
+        late = o.structure_seconds is not None and time.perf_counter() > t0 + o.structure_seconds
+        if late and got.get("redundant") and any(spare.get(i) for i in got["redundant"]):
+            progress("  past the structure stage's time budget: no second round for the stand-ins of redundant "
+                     "candidates")
+        if late or not stand_in(got.get("redundant", [])):
             break
     got["seconds"] = time.perf_counter() - t0
     return got
@@ -399,7 +430,25 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
     dropped = list(dropped)
     interacting = {frozenset(e) for e, t in values.items()
                    if set(e) <= set(active) and interacts(e, t, size, r_max, o)}
-    work = components(active, interacting)
+
+    def split(comps: list[list[str]]) -> list[list[str]]:
+        if o.max_component is None:
+            return comps
+        out = []
+        for c in comps:
+            parts, gone = split_large(c, interacting, class_size, o.max_component)
+            for x in gone:
+                links = [(e, t) for e, t in values.items() if set(e) <= set(c) and x in e
+                         and frozenset(e) in interacting]
+                reason = (f"it links {' and '.join(str(len(p)) for p in parts)} other blocking candidates into a "
+                          f"component of {len(c)}, more than {o.max_component} for one port search")
+                progress(f"  dropping {x} from the blocking instructions: {reason}")
+                dropped.append({"insn": x, "reason": reason,
+                                "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in links]})
+            out += parts
+        return out
+
+    work = split(components(active, interacting))
     progress(f"{len(work)} independent component(s): " + "; ".join(", ".join(c) for c in work))
     mapping: dict[str, list] = {}
     ports: list[str] = []
@@ -415,7 +464,7 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
         if got["dropped"] is not None:      # one victim left: what remains may fall apart
             dropped.append(got["dropped"])
             rest = [i for i in comp if i != got["dropped"]["insn"]]
-            parts = components(rest, {x for x in interacting if x <= set(rest)})
+            parts = split(components(rest, {x for x in interacting if x <= set(rest)}))
             work = parts + work
             continue
         summary.append({k: v for k, v in got.items() if k not in ("mapping", "measurements", "dropped",
