@@ -84,7 +84,8 @@ class JobConfig:
     pmevo_minutes: float = 1.5
     pmevo_schemes: int = 40   # it measures every pair (twice: pairs and ratio pairs)
     # random training experiments beside the pairs (the paper's PMEvo has none; its best preset
-    # 5,000, which on a Zen 4 took 4–5 of a quick run's minutes to measure)
+    # 5,000: with them PMEvo's comparison took 6.3 of a 19.8-minute quick run on a Zen 4, with
+    # 2,000 it took 2.5–3.2 minutes)
     pmevo_training: int = 2000
     workdir: str | None = None
     simulated: bool = False
