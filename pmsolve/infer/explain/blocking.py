@@ -25,6 +25,12 @@ from pmsolve.throughput import bottleneck
 Progress = Callable[[str], None]
 
 
+def dropped_candidate(insn: str, reason: str, experiments) -> dict[str, Any]:
+    """A candidate dropped from the blocking instructions, JSON-ready: why, and the measured
+    ``(experiment, t)`` pairs that show it."""
+    return {"insn": insn, "reason": reason,
+            "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in experiments]}
+
 def port_names(k: int) -> list[str]:
     return [str(p) for p in range(k)]
 
@@ -85,8 +91,7 @@ def infer_blocking(oracle: Any, classes: list[dict[str, Any]], r_max: float | No
             raise SolverError(f"explain: {core.describe()}")
         victim = min(culprits, key=lambda i: (class_size.get(i, 0), i))
         progress(f"  inconsistent: {core.describe()}; dropping {victim}")
-        dropped.append({"insn": victim, "reason": core.describe(),
-                        "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in core.experiments]})
+        dropped.append(dropped_candidate(victim, core.describe(), core.experiments))
         if victim in improper:
             del improper[victim]
         else:

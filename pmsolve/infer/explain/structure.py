@@ -53,6 +53,7 @@ from typing import Any
 from pmsolve.formats import mapping_to_json
 from pmsolve.errors import SolverError
 from pmsolve.infer.cegis import CegisOptions, infer
+from pmsolve.infer.explain.blocking import dropped_candidate
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.model import Experiment, PortMapping
@@ -276,8 +277,7 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
             reason = (f"one µop on {size[worst]} port(s) contradicts {score[worst]} pair(s) with other blocking "
                       f"candidates, and so do 2–{o.max_multiplicity} µops on one set")
             progress(f"  dropping {worst}: {reason}")
-            dropped.append({"insn": worst, "reason": reason,
-                            "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in exps]})
+            dropped.append(dropped_candidate(worst, reason, exps))
             active.remove(worst)
             mult.pop(worst, None)
 
@@ -384,6 +384,7 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
     also computes is additive with the pure loads of its class): its next member stands in for
     it, up to ``o.max_stand_ins`` times per class, and the structure is inferred again."""
     t0 = time.perf_counter()
+    deadline = t0 + o.structure_seconds if o.structure_seconds is not None else None
     spare = {c["rep"]: [m["insn"] for m in c["members"]][:o.max_stand_ins] for c in classes}
     reps = [c["rep"] for c in classes]
     size = {c["rep"]: c["size"] for c in classes}
@@ -409,10 +410,9 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
                 break
         slow = {Experiment(a["experiment"]) for a in aside}
         got = _structure(oracle, active, mult, dropped, size, class_size,
-                         {e: t for e, t in values.items() if e not in slow}, r_max, o, progress,
-                         t0 + o.structure_seconds if o.structure_seconds is not None else None)
+                         {e: t for e, t in values.items() if e not in slow}, r_max, o, progress, deadline)
         got["slow_schedules"] = aside + got["slow_schedules"]
-        late = o.structure_seconds is not None and time.perf_counter() > t0 + o.structure_seconds
+        late = deadline is not None and time.perf_counter() > deadline
         if late and got.get("redundant") and any(spare.get(i) for i in got["redundant"]):
             progress("  past the structure stage's time budget: no second round for the stand-ins of redundant "
                      "candidates")
@@ -443,8 +443,7 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
                 reason = (f"it links {' and '.join(str(len(p)) for p in parts)} other blocking candidates into a "
                           f"component of {len(c)}, more than {o.max_component} for one port search")
                 progress(f"  dropping {x} from the blocking instructions: {reason}")
-                dropped.append({"insn": x, "reason": reason,
-                                "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in links]})
+                dropped.append(dropped_candidate(x, reason, links))
             out += parts
         return out
 
@@ -540,9 +539,7 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
             victim = (suspects or sorted(comp, key=blame))[0]
             reason = core.describe() if core else f"no port structure with at most {o.max_ports} ports explains it"
             progress(f"  component {cid}: dropping {victim} from the blocking instructions ({reason})")
-            return {"dropped": {"insn": victim, "reason": reason,
-                                "experiments": [{"experiment": dict(e.items()), "measured": float(t)}
-                                                for e, t in (core.experiments if core else ())]}}
+            return {"dropped": dropped_candidate(victim, reason, core.experiments if core else ())}
     return {"component": cid, "instructions": comp, "ports": len(res.mapping.ports), "proof": res.proof,
             "multiplicities": dict(mult), "cegis_runs": runs, "dropped": None, "mapping": res.mapping,
             "slow_schedules": aside,
