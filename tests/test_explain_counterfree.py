@@ -987,3 +987,25 @@ def test_past_the_structure_budget_a_redundant_candidate_gets_no_second_round(se
     assert any("w2 stands in for w" in m for m in said) == (seconds is None)
     assert any("no second round" in m for m in said) == (seconds == 0.0)
     assert agreement(truth, res.mapping).rate() == 1.0, res.mapping
+
+
+@pytest.mark.parametrize("limit", [None, 4])
+def test_a_component_over_max_component_loses_its_link_which_is_then_characterised(limit):
+    """``x`` on [3,4] links the integer pair (alu, sub) with the vector pair (vec, vsub) into one
+    component of five. Over a limit of four it is dropped with the pair experiments that link
+    it, the two parts are solved alone and map the truth, and ``x`` is characterised (its µop lies
+    in no blocked set, so it is a misfit); without a limit it stays a blocking instruction."""
+    f = frozenset
+    truth = PortMapping([str(k) for k in range(8)], {"alu": [(f("0123"), 1)], "sub": [(f("01"), 1)],
+                                                     "x": [(f("34"), 1)], "vec": [(f("4567"), 1)],
+                                                     "vsub": [(f("45"), 1)]})
+    res = infer(SimulatedOracle(truth, r_max=None, noise=0.0, seed=0), ExplainOptions(epsilon=0.03, max_component=limit))
+    dropped = {d["insn"]: d for d in res.summary["blocking"]["dropped"]}
+    assert ("x" in dropped) == (limit is not None)
+    if limit is None:
+        assert "x" in res.mapping.uops and res.explanations["x"].source != "characterised"
+        return
+    assert "links" in dropped["x"]["reason"] and dropped["x"]["experiments"]
+    assert all("x" in e["experiment"] for e in dropped["x"]["experiments"])
+    assert agreement(truth, res.mapping, ["alu", "sub", "vec", "vsub"]).rate() == 1.0, res.mapping
+    assert res.explanations["x"].misfit is not None
