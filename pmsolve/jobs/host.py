@@ -60,7 +60,8 @@ METHODS = ("explain", "pmevo")
 # published throughput tables (uops.info, Agner Fog: two decimals), and about the harness's
 # noise at 1-2 cycles. Raw measurements tie no pair, so a predictor that ties many pairs (a port
 # mapping predicts a few fractions) cannot reach a high raw τ-b however right it is (see
-# pmsolve.metrics.tau_b_ceiling, which the report gives too).
+# pmsolve.metrics.tau_b_ceiling, which the report gives too). It is the dissertation's τ_K
+# (sec. 3.2.2: τ-b on measurements rounded to the second decimal place).
 RESOLUTION = 0.01
 # the witnesses of a mapped scheme that no µop stands on: experiments not used to derive its µops
 # (its mapping reproduces them) and stand-ins (checks it misses as its blocking instructions do)
