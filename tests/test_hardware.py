@@ -25,6 +25,7 @@ from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.store import MeasurementStore
+from pmsolve.harness.worker import Executor
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.isa.scheme import Operand, Scheme
 from pmsolve.model import Experiment, PortMapping
@@ -141,6 +142,39 @@ def test_rounds_wait_for_quiet_references_and_a_round_let_through_flags_the_meas
         oracle.baseline = {n: 1e3 for n in REFERENCES}
         [(_, r)] = list(oracle.measure_iter([e]))
         assert r.gate == {"waits": 0, "discarded": 0, "disturbed": 0}
+
+
+class _Clockwork(Executor):
+    """A worker whose kernels take exact cycles (TSC ticks = a call overhead + n · cycles · 2.5),
+    so :meth:`Executor.measure` runs without machine code."""
+
+    CYCLES = {"cal": 200, "ref_alu": 50, "k_u3": 12}    # per iteration: 200 dependent adds, ...
+
+    def __init__(self):
+        super().__init__()
+        self.calibrations = 0
+
+    def run(self, name: str, n: int) -> int:
+        return 1000 + round(n * self.CYCLES[name] * 2.5)
+
+    def calibrate(self, cal: str, n: int) -> float:
+        self.calibrations += 1
+        return super().calibrate(cal, n)
+
+
+def test_a_round_calibrates_before_and_after_and_its_references_use_the_closing_calibration():
+    """Cycles come out exact from ticks (2.5 per cycle): 12 cycles per iteration of 3 copies are
+    4 cycles per copy, 50 per 200 reference instructions 0.25. A round takes two calibrations,
+    not three: the references after it are converted with its closing one (a calibration of
+    their own made every round a fifth longer, and fewer rounds fit between outside bursts)."""
+    ex = _Clockwork()
+    req = {"calibration": "cal", "references": [("ref_alu", 200)], "variants": [("k_u3", 3)],
+           "rounds": 5, "target_ticks": 40_000}
+    out = ex.measure(req)
+    assert out["samples"]["k_u3"] == pytest.approx([4.0] * 5, rel=1e-6)
+    assert all(r["ref_alu"] == pytest.approx(0.25, rel=1e-6) for r in out["reference"])
+    assert out["ratios"] == pytest.approx([2.5] * 5, rel=1e-6)
+    assert ex.calibrations == 1 + 2 * req["rounds"]
 
 
 def _fake(name: str, template: str, operands=()) -> Scheme:

@@ -73,7 +73,8 @@ class HarnessSettings:
     max_retries: int = 2               # immediate re-measurements of a noisy experiment
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 2             # 2: four reference kernels
-    timing_version: int = 2            # 2: a sample is min T(2n) − min T(n) over interleaved runs
+    timing_version: int = 3            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
+    #                                    3: the references after a round use its closing calibration
     allocation_version: int = 3        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
 
