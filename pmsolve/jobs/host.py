@@ -457,7 +457,8 @@ def render(report: HostReport) -> str:
             line += (f"  {vs['covered']:>7} {_pct((vs['this'] or {}).get('mape'))} "
                      f"{_pct((vs['first'] or {}).get('mape'))}")
         lines.append(line)
-    lines.append(f"  (τ-b .01: on measurements rounded to {RESOLUTION} cycles, the precision of published tables; "
+    lines.append(f"  (τ-b .01: on measurements rounded to {RESOLUTION} cycles, the precision of published tables "
+                 "and the dissertation's τ_K; "
                  "τ-b max: the most τ-b can be with the predictor's ties, as raw measurements tie no pair)")
     lines += _misses_text(doc["misses"])
     ref = doc["singles_reference"]

@@ -71,7 +71,8 @@ def _accuracy(acc: dict[str, Any]) -> list[str]:
     out = [f"<p>{acc['held_out']} held-out 4–5-instruction experiments of mapped schemes, none used for "
            f"inference; {acc['common']} covered by every predictor (the first columns).</p>",
            f"<p>Kendall's τ-b is given on the raw measurements and on measurements rounded to "
-           f"{acc['resolution']} cycles (τ-b .01, the precision of published tables). Raw measurements tie "
+           f"{acc['resolution']} cycles (τ-b .01, the precision of published tables, and the dissertation's τ_K, "
+           "sec. 3.2.2). Raw measurements tie "
            "no pair, while a port mapping predicts few distinct values and ties many: τ-b max is the most "
            "τ-b can be with the predictor's ties, however right it is.</p>",
            "<table id='accuracy'><tr><th>predictor</th><th>MAPE (common)</th><th>Kendall τ-b (common)</th>"
