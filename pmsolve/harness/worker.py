@@ -108,7 +108,7 @@ class Executor:
         ratios: list[float] = []
 
         def ref_sample(ratio: float | None = None) -> dict[str, float]:
-            r = ratio or self.calibrate(cal, n_cal)
+            r = self.calibrate(cal, n_cal) if ratio is None else ratio
             return {name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req}
 
         def quiet(s: dict[str, float]) -> bool:

@@ -31,6 +31,7 @@ def dropped_candidate(insn: str, reason: str, experiments) -> dict[str, Any]:
     return {"insn": insn, "reason": reason,
             "experiments": [{"experiment": dict(e.items()), "measured": float(t)} for e, t in experiments]}
 
+
 def port_names(k: int) -> list[str]:
     return [str(p) for p in range(k)]
 
