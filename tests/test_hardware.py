@@ -18,7 +18,7 @@ import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
-from pmsolve.harness.hardware import (REFERENCES, HardwareOracle, HarnessSettings, available, densest,
+from pmsolve.harness.hardware import (CALIBRATION, REFERENCE_COUNT, REFERENCES, HardwareOracle, HarnessSettings, available, densest,
                                       lower_baseline, relative_spread)
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
@@ -123,6 +123,38 @@ def test_result_details(hw):
     assert len(r.samples) == 3 and all(len(v) == FAST.rounds for v in r.samples.values())   # 40/80/200
     assert len(r.reference) == 2 and set(r.reference[0]) == set(REFERENCES) and all(x > 0 for x in r.ratios)
     assert r.cycles == min(sorted(v)[len(v) // 2] for v in r.samples.values())
+
+
+@needs_hw
+def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
+    """The gate holds each reference sample against one baseline within ``noise_tolerance``, so
+    a kernel whose undisturbed speed scatters over several values looks disturbed whenever its
+    baseline sits at one of them (GPR loads at three per cycle on the Zen 4 VM: four modes over
+    0.329-0.341 cycles; in an `--all` run a baseline lowered to 0.330 flagged the 0.337 samples
+    and cost runs of eight experiments retried to no end). Outside bursts hit kernels sampled
+    in turn alike, so each reference is held against the steadiest: its share of samples within
+    a quarter of the tolerance of its own median must be about as high. It is judged in a quiet
+    moment, when the steadiest has most of its samples there (in a burst on this VM all four
+    had 2-50 %)."""
+    support = HardwareOracle(NAMES, FAST)._support
+    ex = Executor()
+    ex.load(*assemble(support))
+    n = {name: ex.iterations(name, FAST.target_ticks) for name in support}
+    band = FAST.noise_tolerance / 4
+    for _ in attempts(8):   # bursts last seconds to minutes: wait up to two
+        samples = {name: [] for name in REFERENCES}
+        for _ in range(300):
+            ratio = ex.calibrate(CALIBRATION, n[CALIBRATION])
+            for name in REFERENCES:
+                samples[name].append(ex.diff(name, n[name]) / ratio / REFERENCE_COUNT)
+        share = {}
+        for name, v in samples.items():
+            mid = sorted(v)[len(v) // 2]
+            share[name] = sum(abs(x - mid) <= band * mid for x in v) / len(v)
+        if max(share.values()) >= 0.7:
+            break
+    assert max(share.values()) >= 0.7, f"no quiet moment to judge in: {share}"
+    assert min(share.values()) >= max(share.values()) - 0.15, share
 
 
 @needs_hw

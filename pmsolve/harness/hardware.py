@@ -42,8 +42,11 @@ STALE_AFTER = 8
 #: samples of the reference kernels from which their undisturbed speed is taken
 BASELINE_SAMPLES = 20
 #: reference kernels for noise detection, one per resource an outside burst may slow down:
-#: integer ALUs, the load and store pipes, and the FP pipes (200 independent instances each)
-REFERENCES = {"pmsolve_ref_alu": "add_r64_i8", "pmsolve_ref_load": "mov_r64_m64",
+#: integer ALUs, the load and store pipes, and the FP pipes (200 independent instances each).
+#: Each must run at one speed when undisturbed, or the gate takes its own scatter for bursts:
+#: GPR loads at three per cycle do not (Zen 4: 0.329-0.341 cycles, four modes, 20,000 samples),
+#: vector loads at two per cycle do (0.4995-0.5005), so the load pipes are watched with those.
+REFERENCES = {"pmsolve_ref_alu": "add_r64_i8", "pmsolve_ref_load": "vmovdqa_xmm_m128",
               "pmsolve_ref_store": "mov_m64_r64", "pmsolve_ref_fp": "vaddpd_ymm_ymm_ymm"}
 REFERENCE_COUNT = 200
 
@@ -72,7 +75,7 @@ class HarnessSettings:
     noise_tolerance: float = 0.02       # relative spread / reference deviation that triggers re-measuring
     max_retries: int = 2               # immediate re-measurements of a noisy experiment
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
-    frame_version: int = 2             # 2: four reference kernels
+    frame_version: int = 3             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128
     timing_version: int = 3            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
     allocation_version: int = 3        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13
