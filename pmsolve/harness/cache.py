@@ -39,19 +39,32 @@ from pmsolve.harness.store import MeasurementStore, StoredRow, canonical_setting
 from pmsolve.model import Experiment
 
 
-class JsonRows:
-    """Rows kept in a section (a list, in measurement order) of a :class:`StateFile`."""
+#: seconds between saves of a JSON state whose rows a SQLite store keeps as well
+SAVE_EVERY = 60.0
 
-    def __init__(self, state: StateFile, section: str = "measurements"):
+
+class JsonRows:
+    """Rows kept in a section (a list, in measurement order) of a :class:`StateFile`.
+
+    Each put saves the state file, unless ``save_every`` (seconds) is given: then at most that
+    often, for rows that are safe elsewhere already (a durable inner store). Saving the whole
+    state after every batch cost 313 s of a Zen 4 ``--all`` run's characterisation (790 saves
+    of a state growing to 26 MB), while each row was already committed to SQLite."""
+
+    def __init__(self, state: StateFile, section: str = "measurements", save_every: float | None = None):
         self.state = state
         self.section = section
+        self.save_every = save_every
         self.rows: dict[Experiment, StoredRow] = {}
-        for raw in state.data.setdefault(section, []):
+        self._position: dict[Experiment, int] = {}
+        self._saved = time.monotonic()
+        for pos, raw in enumerate(state.data.setdefault(section, [])):
             try:
                 row = _row_from_json(raw)
             except (KeyError, TypeError, ValueError, PmsolveError) as exc:
                 raise ValidationError(f"{state.path}: bad measurement entry {raw!r} ({exc})") from None
             self.rows[row.experiment] = row
+            self._position[row.experiment] = pos
 
     def where(self) -> str:
         return str(self.state.path) if self.state.path is not None else "memory"
@@ -60,10 +73,17 @@ class JsonRows:
         return {e: self.rows[e] for e in experiments if e in self.rows}
 
     def put(self, rows: Sequence[StoredRow]) -> None:
+        kept = self.state.data[self.section]
         for r in rows:
             self.rows[r.experiment] = r
-        self.state.data[self.section] = [_row_to_json(r) for r in self.rows.values()]
-        self.state.save()
+            pos = self._position.setdefault(r.experiment, len(kept))
+            if pos == len(kept):
+                kept.append(_row_to_json(r))
+            else:
+                kept[pos] = _row_to_json(r)
+        if self.save_every is None or time.monotonic() - self._saved >= self.save_every:
+            self.state.save()
+            self._saved = time.monotonic()
 
 
 class SqliteRows:
@@ -135,8 +155,11 @@ class CachingOracle(OracleWrapper):
     @classmethod
     def in_state(cls, inner: Any, state: StateFile, **kwargs: Any) -> "CachingOracle":
         """Measurements (and µop counts) in the sections ``measurements`` / ``uop_counts`` of a
-        fingerprinted JSON state file."""
-        return cls(inner, JsonRows(state, "measurements"), uop_store=JsonRows(state, "uop_counts"), **kwargs)
+        fingerprinted JSON state file: saved with every batch, or every :data:`SAVE_EVERY`
+        seconds when ``inner`` keeps its measurements in SQLite itself (a killed run loses none;
+        the state file is saved in full at the end of each stage)."""
+        every = SAVE_EVERY if isinstance(inner, CachingOracle) and isinstance(inner.store, SqliteRows) else None
+        return cls(inner, JsonRows(state, "measurements", every), uop_store=JsonRows(state, "uop_counts"), **kwargs)
 
     @classmethod
     def in_sqlite(cls, inner: Any, store: MeasurementStore | str | Path, *, machine: str | None = None,
