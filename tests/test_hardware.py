@@ -11,6 +11,8 @@ has already retried each experiment by then.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from dataclasses import replace
 
@@ -82,6 +84,28 @@ def test_facts_that_hold_on_every_cpu(hw):
         holds(lambda x, y, xy: xy >= 0.98 * max(x, y), hw, [e[a], e[b], Experiment({a: 1, b: 1})])
     # linearity: twice the instructions, twice the cycles
     holds(lambda one, two: 1.7 < two / one < 2.3, hw, [e["imul_r64_r64"], Experiment({"imul_r64_r64": 2})])
+
+
+@needs_hw
+def test_the_next_batch_is_prepared_off_the_worker_cpu_while_one_is_measured():
+    """Batches are generated and assembled one ahead, in a thread that must run off the worker's
+    CPU (scheduled there it would disturb the timed runs), and each batch is measured with its
+    own code: several batches of two give each experiment its own throughput."""
+    exps = [Experiment({n: 1}) for n in NAMES] + [Experiment({"imul_r64_r64": 2})]
+    with HardwareOracle(NAMES, FAST, batch=2) as oracle:
+        seen = []
+        prepare = oracle._prepare
+
+        def recording(chunk, kernels_of):
+            seen.append((threading.current_thread() is threading.main_thread(), os.sched_getaffinity(0)))
+            return prepare(chunk, kernels_of)
+
+        oracle._prepare = recording
+        vals = holds(lambda add, imul, load, vadd, vmul, imul2: imul > 2.5 * add and 1.7 < imul2 / imul < 2.3,
+                     oracle, exps)
+    assert len(seen) >= 3 and not any(main for main, _ in seen)
+    assert all(oracle.cpu not in cpus for _, cpus in seen if len(os.sched_getaffinity(0)) > 1), seen
+    assert all(v > 0 for v in vals)
 
 
 @needs_hw
