@@ -180,9 +180,7 @@ class HardwareOracle:
             for insn in e:
                 if insn not in self._schemes:
                     raise ValidationError(f"hardware oracle: {insn!r} is not among its instruction schemes")
-        chunks = [list(enumerate(experiments))[start:start + self.batch]
-                  for start in range(0, len(experiments), self.batch)]
-        yield from self._measure_chunks(chunks, self._kernels)
+        yield from self._measure_chunks(list(enumerate(experiments)), self._kernels)
 
     # -- internals
     def _support_kernels(self) -> dict[str, str]:
@@ -216,11 +214,13 @@ class HardwareOracle:
             self._loaded = symbols
         return self._worker
 
-    def _measure_chunks(self, chunks: list, kernels_of) -> Iterator[tuple[int, HardwareMeasurement]]:
-        """Measure batch after batch while a thread generates and assembles the next one: the
-        allocation and GNU ``as`` cost ~2.7 ms per experiment, which the parent otherwise spends
-        while the worker waits (on a Zen 4 ``--all`` run of 100,000 experiments, 4.4 min). The
-        thread starts off the worker's CPU, as the parent runs while the worker measures."""
+    def _measure_chunks(self, items: list, kernels_of) -> Iterator[tuple[int, HardwareMeasurement]]:
+        """Measure ``(index, item)`` pairs in batches of :attr:`batch`, while a thread generates
+        and assembles the next batch: the allocation and GNU ``as`` cost ~2.7 ms per experiment,
+        which the parent otherwise spends while the worker waits (on a Zen 4 ``--all`` run of
+        100,000 experiments, 4.4 min). The thread starts off the worker's CPU, as the parent
+        runs while the worker measures."""
+        chunks = [items[start:start + self.batch] for start in range(0, len(items), self.batch)]
         self._keep_off_worker_cpu()
         with ThreadPoolExecutor(1) as pool:
             ahead = pool.submit(self._prepare, chunks[0], kernels_of) if chunks else None
@@ -366,8 +366,7 @@ class HardwareOracle:
                 out[i] = HardwareMeasurement(body_, None, error=f"unsupported: {problem}")
             else:
                 pending.append((i, body_))
-        chunks = [pending[start:start + self.batch] for start in range(0, len(pending), self.batch)]
-        for i, r in self._measure_chunks(chunks, self._block_kernels):
+        for i, r in self._measure_chunks(pending, self._block_kernels):
             out[i] = r
         return [out[i] for i in range(len(items))]
 
