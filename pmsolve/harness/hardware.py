@@ -40,8 +40,10 @@ from pmsolve.model import Experiment
 CALIBRATION = "pmsolve_cal"
 #: experiments in a row that stay noisy through every attempt before the baseline is taken again
 STALE_AFTER = 8
-#: samples of the reference kernels from which their undisturbed speed is taken
+#: samples of the reference kernels from which their undisturbed speed is taken, and how many
+#: times the first baseline is sampled again when those do not agree
 BASELINE_SAMPLES = 20
+BASELINE_TRIES = 5
 #: reference kernels for noise detection, one per resource an outside burst may slow down:
 #: integer ALUs, the load and store pipes, and the FP pipes (200 independent instances each).
 #: Each must run at one speed when undisturbed, or the gate takes its own scatter for bursts:
@@ -301,14 +303,22 @@ class HardwareOracle:
 
     def _baseline(self, code: bytes, symbols: dict[str, int]) -> dict[str, float]:
         """Each reference kernel's cycles per instruction when undisturbed: the densest cluster of
-        ``BASELINE_SAMPLES`` samples (:func:`densest`). Taken again after ``STALE_AFTER`` experiments
-        in a row stayed noisy through every attempt, in case it was taken during a burst."""
+        ``BASELINE_SAMPLES`` samples (:func:`settled_baseline`), sampled again up to
+        ``BASELINE_TRIES`` times until it is settled. Taken again after ``STALE_AFTER`` experiments
+        in a row stayed noisy through every attempt, in case it was taken during a burst; a retake
+        that is not settled (a burst goes on) leaves the baseline as it was."""
         if self.baseline is None or self._noisy_in_a_row >= STALE_AFTER:
             w = self._ensure_worker(code, symbols)
-            tries = [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
-                     for _ in range(BASELINE_SAMPLES)]
             tol = self.settings.noise_tolerance / 2
-            self.baseline = {name: densest([t[name] for t in tries], tol) for name in REFERENCES}
+            for _ in range(BASELINE_TRIES if self.baseline is None else 1):
+                tries = [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
+                         for _ in range(BASELINE_SAMPLES)]
+                settled = settled_baseline(tries, tol)
+                if settled is not None:
+                    self.baseline = settled
+                    break
+            if self.baseline is None:   # no settled moment: the densest anyway, lower_baseline mends it
+                self.baseline = {name: densest([t[name] for t in tries], tol) for name in REFERENCES}
             self._noisy_in_a_row = 0
         return self.baseline
 
@@ -439,6 +449,23 @@ def densest(samples: Sequence[float], tol: float) -> float:
     noisy minute, and every later measurement then looked disturbed."""
     v = sorted(samples)
     return max(v, key=lambda x: (sum(abs(y - x) <= tol * x for y in v), -x))
+
+
+def settled_baseline(samples: Sequence[dict[str, float]], tol: float) -> dict[str, float] | None:
+    """Each reference's :func:`densest` sample, or None unless at least half of the samples lie
+    within ``tol`` of it for every reference. Undisturbed samples agree; in a burst they scatter,
+    and the densest of them is a slowed speed: a baseline taken there lets the gate pass rounds
+    as slow as it. On the 2-vCPU Zen 4 VM, in a noisy minute (66 % of reference samples
+    disturbed), 421 of 691 windows of 20 samples had a densest speed more than 2 % slow; 415 of
+    them were not settled, and 247 of the 270 undisturbed ones were."""
+    base = {}
+    for name in samples[0]:
+        v = [s[name] for s in samples]
+        x = densest(v, tol)
+        if 2 * sum(abs(y - x) <= tol * x for y in v) < len(v):
+            return None
+        base[name] = x
+    return base
 
 
 def lower_baseline(base: dict[str, float], samples: Sequence[dict[str, float]], tol: float) -> None:
