@@ -157,30 +157,32 @@ def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     a kernel whose undisturbed speed scatters over several values looks disturbed whenever its
     baseline sits at one of them (GPR loads at three per cycle on the Zen 4 VM: four modes over
     0.329-0.341 cycles; in an `--all` run a baseline lowered to 0.330 flagged the 0.337 samples
-    and cost runs of eight experiments retried to no end). Outside bursts hit kernels sampled
-    in turn alike, so each reference is held against the steadiest: its share of samples within
-    a quarter of the tolerance of its own median must be about as high. It is judged in a quiet
-    moment, when the steadiest has most of its samples there (in a burst on this VM all four
-    had 2-50 %)."""
+    and cost runs of eight experiments retried to no end). Each reference is judged by its best
+    share, over bursts of 300 samples, of samples within a quarter of the tolerance of their
+    median, and held against the steadiest one's. Outside bursts do not hit all references
+    alike (on this VM many slow the ALU, load and store kernels by 10-90 % and leave the FP one
+    alone), so each gets its own quiet moment: a steady kernel reaches a high share in one, a
+    kernel of several speeds in none (with mov r64, m64 as the load reference: at best 0.70 in
+    eight bursts against 0.93 for the others)."""
     support = HardwareOracle(NAMES, FAST)._support
     ex = Executor()
     ex.load(*assemble(support))
     n = {name: ex.iterations(name, FAST.target_ticks) for name in support}
     band = FAST.noise_tolerance / 4
+    best = {name: 0.0 for name in REFERENCES}
     for _ in attempts(8):   # bursts last seconds to minutes: wait up to two
         samples = {name: [] for name in REFERENCES}
         for _ in range(300):
             ratio = ex.calibrate(CALIBRATION, n[CALIBRATION])
             for name in REFERENCES:
                 samples[name].append(ex.diff(name, n[name]) / ratio / REFERENCE_COUNT)
-        share = {}
         for name, v in samples.items():
             mid = sorted(v)[len(v) // 2]
-            share[name] = sum(abs(x - mid) <= band * mid for x in v) / len(v)
-        if max(share.values()) >= 0.7:
+            best[name] = max(best[name], sum(abs(x - mid) <= band * mid for x in v) / len(v))
+        if max(best.values()) >= 0.7 and min(best.values()) >= max(best.values()) - 0.15:
             break
-    assert max(share.values()) >= 0.7, f"no quiet moment to judge in: {share}"
-    assert min(share.values()) >= max(share.values()) - 0.15, share
+    assert max(best.values()) >= 0.7, f"no quiet moment to judge in: {best}"
+    assert min(best.values()) >= max(best.values()) - 0.15, best
 
 
 @needs_hw
