@@ -448,7 +448,12 @@ def densest(samples: Sequence[float], tol: float) -> float:
     undisturbed samples agree. The second smallest sample, used before, was such a glitch in a
     noisy minute, and every later measurement then looked disturbed."""
     v = sorted(samples)
-    return max(v, key=lambda x: (sum(abs(y - x) <= tol * x for y in v), -x))
+    return max(v, key=lambda x: (_near(v, x, tol), -x))
+
+
+def _near(samples: Sequence[float], x: float, tol: float) -> int:
+    """How many samples lie within ``tol`` (relative) of ``x``."""
+    return sum(abs(y - x) <= tol * x for y in samples)
 
 
 def settled_baseline(samples: Sequence[dict[str, float]], tol: float) -> dict[str, float] | None:
@@ -462,7 +467,7 @@ def settled_baseline(samples: Sequence[dict[str, float]], tol: float) -> dict[st
     for name in samples[0]:
         v = [s[name] for s in samples]
         x = densest(v, tol)
-        if 2 * sum(abs(y - x) <= tol * x for y in v) < len(v):
+        if 2 * _near(v, x, tol) < len(v):
             return None
         base[name] = x
     return base
