@@ -36,7 +36,9 @@ class ExplainOptions:
     * ``clear``, ``noise`` and ``remeasure``: without a counter, an estimate farther than ``clear``
       from a whole number, or whose standard error (from the spread of its samples, or from the
       relative measurement ``noise`` assumed for one sample) leaves no clear room, is measured again
-      with other copy counts, at most ``remeasure`` times;
+      with other copy counts, at most ``remeasure`` times; ``budget``: how many samples per
+      blocked set it was measured against a scheme may take beyond its first pass (restarts
+      with more copies and fresh samples together) before it is judged on what it has;
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
@@ -103,6 +105,7 @@ class ExplainOptions:
     clear: float = 0.25
     noise: float = 0.01
     remeasure: int = 16
+    budget: float = 4.0
     cegis_epsilon: float | None = None
     layouts: int = 1
     structure_seconds: float | None = None
@@ -122,6 +125,8 @@ class ExplainOptions:
             raise ValidationError(f"explain: max_component must be ≥ 2, got {self.max_component}")
         if self.slow_pairs < 0:
             raise ValidationError(f"explain: slow_pairs must be ≥ 0, got {self.slow_pairs}")
+        if self.budget < 0:
+            raise ValidationError(f"explain: budget must be ≥ 0, got {self.budget}")
         if self.runs < 1:
             raise ValidationError(f"explain: runs must be ≥ 1, got {self.runs}")
         if self.r_max is not None and self.r_max <= 0:
@@ -139,7 +144,7 @@ class ExplainOptions:
     def characterisation_key(self) -> str:
         """The options only the characterisation stage depends on: changing them reruns only it."""
         return (f"k={self.k_rule},int={self.integrality:g},tol={self.tolerance:g},clear={self.clear:g},"
-                f"re={self.remeasure},noise={self.noise:g}")
+                f"re={self.remeasure},extra={self.budget:g},noise={self.noise:g}")
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the state it resumes (``runs`` may grow)."""
