@@ -15,10 +15,9 @@ evade are pushed onto Q and the estimate comes out too high, never too low).
   found µops are checked against the count.
 * **Without one** the count is what is being found. Pass 1 guesses µops(i) from tp⁻¹(i); a pass
   whose µops total exceeds its guess is repeated with that total (estimates only fall as k
-  grows, so this settles in two passes), and an estimate not yet clear gets samples with k tight
-  to the total, because the estimate's noise grows with k (the flooded samples stay: they are
-  sound). An estimate that is not clearly a whole number is measured again with other k (fresh
-  experiments) and averaged, within a budget per scheme. The µops found must
+  grows, so this settles in two passes), and the final estimates are taken with k tight to the
+  total, because the estimate's noise grows with k. An estimate that is not clearly a whole
+  number is measured again with other k (fresh experiments) and averaged. The µops found must
   then reproduce the singleton and experiments that were *not* used to derive them (the scheme
   with blocking instructions of the sets it uses, at other ratios); the margins of the
   estimates give a confidence per scheme.
@@ -66,17 +65,6 @@ def flooding_copies(q: int, uops: int, per_copy: int, r_max: float | None) -> in
 #: instruction), and copies that do not outlast it leave its own bottleneck in charge (17 copies
 #: of ``bt r64, i8`` beside it gave 1.0 µops on two ALUs it does not use)
 OUTLAST = 1.25
-
-
-def guess_uops(tp: float) -> int:
-    """The µop count the first copies flood for: 2·tp⁻¹, and at least 2 from a third of a cycle
-    on. A guess too low costs a restart with all the scheme's sets measured again, one too high
-    little where k is small (a Zen 4 ``--all`` run, a13, guessing max(1, 2·tp⁻¹): 1,344 schemes
-    with 2 µops guessed at 1 took 11.5 probe samples each, 633 guessed at 2 took 6.6; 47 with 1
-    µop guessed at 2 took 6.1, 1,609 guessed at 1 took 6.0). Only from a third of a cycle: a
-    quarter-cycle scheme is one µop on four ports; and for slow schemes one µop more adds |Q|
-    copies whose noise, on a simulated machine with 1 % noise, cost a scheme its exact µops."""
-    return max(1 if tp < 1 / 3 - 0.02 else 2, round(2 * tp))
 
 
 def tight_copies(q: frozenset[str], found: dict[frozenset[str], int], tp: float, per_copy: int,
@@ -168,16 +156,14 @@ class Probe:
 class _Scheme:
     """A scheme's characterisation without a counter: the phase (flooded copies for ``guess``
     µops, then tight copies for the µops ``found``), its probes by blocked set, the sets known
-    to hold none of its µops, the sets whose probes have ``flooded`` samples only, the sets it
-    was ever ``measured`` against and the samples ``spent`` beyond its first pass (restarts and
-    fresh samples: ``ExplainOptions.budget`` per set)."""
+    to hold none of its µops, the sets it was ever ``measured`` against and the samples ``spent``
+    beyond its first pass (restarts and fresh samples: ``ExplainOptions.budget`` per set)."""
 
     guess: int
     phase: str = "flooded"
     restarts: int = 0
     spent: int = 0
     measured: set[frozenset[str]] = field(default_factory=set)
-    flooded: set[frozenset[str]] = field(default_factory=set)
     probes: dict[frozenset[str], Probe] = field(default_factory=dict)
     empty: set[frozenset[str]] = field(default_factory=set)
     found: dict[frozenset[str], int] = field(default_factory=dict)
@@ -580,7 +566,7 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                r_max: float | None, o: ExplainOptions, run: int) -> dict[str, Explanation]:
     """Rounds over a chunk of schemes, each round one measurement batch (see the module doc).
 
-    The flooding count starts from a guess (:func:`guess_uops`); when the µops found exceed the
+    The flooding count starts from a guess (2·tp⁻¹(i) µops); when the µops found exceed the
     guess, the scheme is measured again with that many (earlier samples may have pushed
     evading µops onto Q and are discarded). Sets are measured from the largest down: no µop of
     the scheme lies inside a subset of a set where none stays, so a set is measured only once
@@ -623,23 +609,17 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                 new.append(p)
         return new
 
-    def restart(i: str, s: _Scheme) -> list[Probe]:
+    def restart(i: str, s: _Scheme, phase: str, keep: Iterable[frozenset[str]] = ()) -> list[Probe]:
         # a set settled at zero stays empty: too few copies only push µops onto Q, never off it
         s.empty |= {q for q, p in s.probes.items() if round(p.x) == 0 and p.settled(0, o.clear, o.noise)}
-        s.phase, s.restarts, s.probes, s.flooded = "flooded", s.restarts + 1, {}, set()
+        s.phase, s.restarts, s.probes = phase, s.restarts + 1, {q: s.probes[q] for q in keep}
         return descend(i, s)
-
-    def fresh(p: Probe, k: int) -> int:
-        """``k``, or whole cycles of Q more where the probe has a sample with k copies already."""
-        while any(p.copies(j) == k for j in range(len(p.samples))):
-            k += step[p.q]
-        return k
 
     # a ladder of copy counts per blocking instruction, for its rate (the baselines the probes
     # need cluster at a few copy counts, whose noise would otherwise bias every estimate alike)
     ladder = [Experiment({b: k}) for b, _ in suite for k in range(1, 33)]
     ladder_values = dict(zip(ladder, oracle.measure(ladder)))
-    state = {i: _Scheme(min(o.max_uops, guess_uops(single[i]["tp"]))) for i in part}
+    state = {i: _Scheme(min(o.max_uops, max(1, round(2 * single[i]["tp"])))) for i in part}
     pending = [p for i in part for p in descend(i, state[i])]
     for _ in range(4 * (o.remeasure + len(sets))):
         exps = [x for p in pending for e, b, t, _ in p.samples if t != t for x in (e, b)]
@@ -661,22 +641,22 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                 # more µops than the copies were meant for: they may have been pushed onto Q,
                 # so measure again with |Q|·µops copies (Constraint 6.1)
                 s.guess = total
-                pending += restart(i, s)
+                pending += restart(i, s, "flooded")
                 continue
             if s.phase == "flooded":
-                # Q was flooded for every µop found: now that the µops are known, an unsettled set
-                # gets samples with the copies they need (tight_copies), because an estimate's
-                # noise grows with k; its flooded samples stay (they flood Q: sound), and a set
-                # settled now gets its tight sample too when a later fit disagrees with it
-                s.guess, s.phase, s.flooded = total, "tight", set(s.probes)
-            for q, p in s.probes.items():
-                if not s.within(o.budget) or p.settled(on[q], o.clear, o.noise):
+                s.guess = total
+                unsettled = {q for q, p in s.probes.items() if not p.settled(on[q], o.clear, o.noise)}
+                if not unsettled or not s.within(o.budget):
+                    s.phase = "tight"     # already clear: the tight copies would add nothing
+                else:
+                    # Q was flooded for every µop found: now that the µops are known, measure the
+                    # unsettled sets again with the copies they need (tight_copies), because an
+                    # estimate's noise grows with k; the settled ones keep their samples
+                    pending += restart(i, s, "tight", keep=s.probes.keys() - unsettled)
                     continue
-                if q in s.flooded:
-                    s.flooded.discard(q)
-                    sample(i, s, p, fresh(p, copies(i, q, s)))
-                    pending.append(p)
-                elif len(p.samples) <= o.remeasure and p.undecided(o.clear, o.noise):
+            for q, p in s.probes.items():
+                if (s.within(o.budget) and not p.settled(on[q], o.clear, o.noise) and len(p.samples) <= o.remeasure
+                        and p.undecided(o.clear, o.noise)):
                     # noise: fresh samples, each with whole cycles of Q more copies
                     sample(i, s, p, p.copies() + step[q])
                     pending.append(p)
