@@ -691,8 +691,8 @@ def test_a_probe_clearly_at_a_whole_number_is_not_measured_again():
 
 class _Unsettled(SimulatedOracle):
     """A port machine whose samples of ``x`` beside ``from_k`` or more copies of ``ld`` come out
-    ``off`` µops high (``off`` per experiment: a fixed number, or drawn from the experiment), as a
-    scheme's phase against a blocking instruction can on a real CPU; it logs what it measures."""
+    ``off`` µops high, as a scheme's phase against a blocking instruction can on a real CPU; it
+    logs what it measures."""
 
     def __init__(self, *args, off=0.4, from_k=1, **kw):
         super().__init__(*args, **kw)
@@ -705,8 +705,7 @@ class _Unsettled(SimulatedOracle):
         for j, e in enumerate(experiments):
             counts = dict(e.items())
             if counts.get("x") == 1 and counts.get("ld", 0) >= self.from_k:
-                off = self.off(e) if callable(self.off) else self.off
-                out[j] += off / len(self.mapping.uops["ld"][0].ports)
+                out[j] += self.off / len(self.mapping.uops["ld"][0].ports)
         return out
 
 
@@ -726,7 +725,7 @@ def _probe_copies(log, b):
 def test_a_probe_settled_with_flooded_copies_is_not_measured_again_with_tight_ones():
     """Tight copies only lower an estimate's noise: a probe already clear with the flooded ones
     keeps its samples, and only the unsettled probes of the scheme are measured again (a Zen 4
-    ``--all`` run measured 11,575 probes twice, most for one unsettled neighbour)."""
+    ``--all`` run, a12, measured 11,575 probes twice)."""
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     truth, blocking, suite = _blocked_machine(4, {"aes": s(0, 1), "ld": s(2, 3)},
                                               {"x": [(s(0, 1), 1), (s(2, 3), 1)]})

@@ -647,7 +647,8 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                 s.guess = total
                 unsettled = {q for q, p in s.probes.items() if not p.settled(on[q], o.clear, o.noise)}
                 if not unsettled or not s.within(o.budget):
-                    s.phase = "tight"     # already clear: the tight copies would add nothing
+                    # already clear (the tight copies would add nothing), or past the budget
+                    s.phase = "tight"
                 else:
                     # Q was flooded for every µop found: now that the µops are known, measure the
                     # unsettled sets again with the copies they need (tight_copies), because an
