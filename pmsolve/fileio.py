@@ -23,7 +23,7 @@ one line, instead of after a long run):
 Replacing a regular file gives it a new inode: other hard links to it keep the old content.
 
 **State files** (:class:`StateFile`) are what a run keeps so that a rerun resumes it (CEGIS,
-explain, PMEvo's checkpoint folder; the AnICA campaign and PMEvo's evolution pickle use
+explain, PMEvo's checkpoint folder; the AnICA campaign and PMEvo's evolution file use
 :func:`refuse_other_run` with their own formats). Each records a fingerprint of what its
 contents depend on; a rerun with anything else is refused in one line naming what differs and
 how to start afresh, so the state of two runs is never mixed.

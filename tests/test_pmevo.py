@@ -407,7 +407,7 @@ def test_restarts_keep_the_best_run_the_same_on_any_executor(tmp_path):
     assert serial.mapping == pooled.mapping and serial.d_avg == pooled.d_avg
     alone = [infer(SimulatedOracle(TRUTH), replace(cfg, seed=5 + k, restarts=1)) for k in range(2)]
     assert serial.d_avg == min(r.d_avg for r in alone)
-    assert all((tmp_path / f"restart-{k}" / "evolution.pickle").exists() for k in range(2))
+    assert all((tmp_path / f"restart-{k}" / "evolution.json").exists() for k in range(2))
 
 
 def test_presets_fill_only_what_is_not_given():
@@ -472,3 +472,43 @@ def test_restart_progress_names_the_run():
     infer(SimulatedOracle(TRUTH), options(population=20, generations=2, seed=1, restarts=2), progress=events.append)
     evolve = [e for e in events if e.stage == "evolve"]
     assert {e.data["run"] for e in evolve} == {0, 1} and all(str(e).startswith("pmevo: run ") for e in evolve)
+
+
+class _RunsAShellCommand:
+    """A crafted pickle: unpickling it runs ``touch MARKER`` (what a shared checkpoint could do)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_checkpoint_never_runs_code_it_reads(tmp_path):
+    import pickle
+
+    from pmsolve.errors import FormatError
+    from pmsolve.infer.pmevo import checkpoint as ckpt
+    cfg = options(population=20, generations=2, seed=3)
+    folder = tmp_path / "ck"
+    infer(SimulatedOracle(TRUTH), cfg, state=folder)
+    saved = json.loads((folder / ckpt.EVOLUTION_FILE).read_text())   # the generation is plain JSON
+    assert saved["generation"] == 2 and isinstance(saved["population"][0][0][0], list)
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_RunsAShellCommand(marker), protocol=0)
+    assert pickle.loads(payload) == 0 and marker.exists()  # the payload works as advertised
+    marker.unlink()
+    # An old-format pickle beside (or instead of) the JSON generation is refused unread.
+    (folder / ckpt.LEGACY_FILE).write_bytes(payload)
+    with pytest.raises(FormatError, match="old pickle format"):
+        infer(SimulatedOracle(TRUTH), replace(cfg, generations=4), state=folder)
+    assert not marker.exists()
+    (folder / ckpt.LEGACY_FILE).unlink()
+    # The payload, or JSON of the wrong shape, under the JSON name: refused, nothing run.
+    for text, why in ((payload, "malformed JSON"), (b'{"version": 2}', "not a PMEvo checkpoint"),
+                      (json.dumps({**saved, "population": [[[[3, "x"]]]]}).encode(), "not an integer")):
+        (folder / ckpt.EVOLUTION_FILE).write_bytes(text)
+        with pytest.raises(FormatError, match=why):
+            infer(SimulatedOracle(TRUTH), replace(cfg, generations=4), state=folder)
+    assert not marker.exists()
