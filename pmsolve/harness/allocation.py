@@ -8,7 +8,7 @@ operands). ``O_R`` and ``O_W`` get just as many candidates as the most demanding
 are as many and as short as possible. Each operand takes the candidate of its set that was used
 least recently (line 13). Immediates are ``2^(W-8) + 42`` (line 9). Registers with a fixed role
 are never allocated: ``rsp`` (stack), ``r15`` (loop counter), ``r14`` (memory base: every memory
-operand is ``disp(%r14)`` with disjoint, 64-byte spaced displacements) and ``r13`` (a small
+operand is ``disp(%r14)`` inside one 4 KiB page, see below) and ``r13`` (a small
 positive divisor); hardwired registers of the block's schemes (``cl`` of shifts, ``rdx`` of mulx)
 are taken out of the pools as well, so nothing allocated ever writes them. The bit offset of
 ``bt``/``bts``/``btr``/``btc`` with a memory operand is ``r13`` too: a register offset addresses a
@@ -26,6 +26,22 @@ one candidate list serves every operand of the pool and Alg. 3.1 is unchanged. M
 because as a write mask it means "no masking". When a block has a 512-bit memory operand, the
 memory slots are ``64 i(%r14)`` (64-byte aligned and disjoint, so no zmm access splits a cache
 line or overlaps another slot); otherwise they stay at ``32 + 64 i(%r14)``.
+
+Memory that is written (write-only and read-written operands) is laid out the way compiled code
+writes it: **packed, in program order**. Each written operand takes the next slot of its own
+width (at least 8 bytes, aligned to it) in the upper half of the page, so consecutive stores go to
+neighbouring addresses, as spills, locals and structure fields do; the layout of one copy of the
+experiment repeats, copy after copy, until the region is full, and then starts over (so a slot
+always belongs to the same operand of the same instance in the copy, and a read-written slot is
+met again only copies later: the chain through it stays short of the throughput). Why it
+matters: a Zen 3 retires two stores in a cycle only when they go to the same 32-byte block, one
+per cycle otherwise (`add [m64], r64` 0.50 cycles packed, 1.00 with every slot on a line of its
+own as this harness had it; a plain store 0.50 either way when all copies hit one address). The
+independent figures agree with packed: uops.info and InstLatX64 measure neighbouring addresses,
+and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over many lines are
+slower than any port mapping of this layout says (``docs/harness.md`` has the probe figures).
+Read-only operands keep slots 64 bytes apart in the lower half (few are needed: all copies of a
+load read one address), so a load never shares its low 12 address bits with a store.
 """
 
 from __future__ import annotations
@@ -49,8 +65,10 @@ VECTOR_REGS = tuple(f"vec{i}" for i in range(16))          # what legacy/VEX enc
 EVEX_VECTOR_REGS = tuple(f"vec{i}" for i in range(16, 32)) + VECTOR_REGS
 MASK_REGS = tuple(f"k{i}" for i in range(1, 8))            # k0 cannot be a write mask
 UNROLL_TARGETS = (40, 80, 200)
-MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 63   # [r14 + 32 + 64 i], one 4 KiB page
+OPERAND_MEMORY = 4096                                       # bytes at r14 that operands may touch
+MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 31   # read slots [r14 + 32 + 64 i], lower half
 WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + 64 i] when a block accesses 512 bits
+WRITTEN_MEMORY = (2048, OPERAND_MEMORY)                    # written operands, packed (upper half)
 
 
 def immediate(width: int) -> int:
@@ -110,8 +128,9 @@ def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
 
 
 def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
-    """The memory candidates of a block: 63 slots 64 bytes apart in one 4 KiB page, 64-byte
-    aligned when some operand accesses more than 32 bytes (zmm), else at the historic offset 32."""
+    """The read-only memory candidates of a block: 31 slots 64 bytes apart in the lower half of
+    the page, 64-byte aligned when some operand accesses more than 32 bytes (zmm), else at the
+    historic offset 32."""
     wide = any(o.kind == "mem" and o.width > 256 for s in schemes for o in s.operands)
     offset = WIDE_MEM_SLOT_OFFSET if wide else MEM_SLOT_OFFSET
     return tuple(f"{offset + i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS))
@@ -198,6 +217,12 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
     }
     sets: dict[tuple[str, str], tuple[str, ...]] = {}
     for pool, cands in pools.items():
+        if pool == "mem":   # written memory is packed in program order (written_addresses)
+            if need[(pool, "R")] > len(cands):
+                raise ValidationError(f"operand allocation: the schemes need {need[(pool, 'R')]} read-only memory "
+                                      f"operands, but only {len(cands)} slots are free")
+            sets[(pool, "R")] = tuple(cands)
+            continue
         n_r, n_w = need[(pool, "R")], need[(pool, "W")]
         n_rw_min = 1 if need[(pool, "RW")] else 0
         if n_r + n_w + max(n_rw_min, need[(pool, "RW")]) > len(cands):
@@ -210,10 +235,51 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
     return Partition(sets)
 
 
+def _written_width(o: Operand) -> int:
+    """Bytes of a written memory operand's slot: its width, at least 8, a power of two."""
+    size = 8
+    while size * 8 < o.width:
+        size *= 2
+    return size
+
+
+def _period(schemes: Sequence[Scheme]) -> int:
+    """The length of one copy: the shortest prefix the list repeats (``body`` makes copies)."""
+    n = len(schemes)
+    names = [s.name for s in schemes]
+    return next(p for p in range(1, n + 1) if n % p == 0 and names == names[:p] * (n // p))
+
+
+def written_addresses(schemes: Sequence[Scheme]) -> list[str]:
+    """The addresses of the written memory operands of ``schemes``, in program order: packed slots
+    of one copy (each aligned to its width), the copy's layout repeated until the region is full."""
+    period = _period(schemes)
+    widths = [_written_width(o) for s in schemes[:period] for o in s.operands
+              if o.kind == "mem" and o.write and not o.fixed]
+    if not widths:
+        return []
+    offsets, at = [], 0
+    for w in widths:
+        at = -(-at // w) * w
+        offsets.append(at)
+        at += w
+    align = max(widths)
+    footprint = -(-at // align) * align
+    start, end = WRITTEN_MEMORY
+    if footprint > end - start:
+        raise ValidationError(f"operand allocation: one copy writes {footprint} bytes of memory, more than the "
+                              f"{end - start} bytes the frame has for written operands")
+    copies = (end - start) // footprint
+    return [f"{start + (c % copies) * footprint + off}(%{MEM_BASE})"
+            for c in range(len(schemes) // period) for off in offsets]
+
+
 def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[Instance]:
     """Alg. 3.1: instantiate a list of schemes, each operand with the least recently used
-    candidate of its set (a timestamp per candidate, advanced per operand)."""
+    candidate of its set (a timestamp per candidate, advanced per operand); written memory
+    operands take the packed addresses of :func:`written_addresses` instead."""
     part = part or partition(schemes)
+    written = iter(written_addresses(schemes))
     last_use: dict[str, int] = {}
     now = 0
     out: list[Instance] = []
@@ -233,6 +299,9 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[I
                 continue
             if bit_offset(s, o):
                 values.append(reg_name(DIVISOR, o))
+                continue
+            if o.kind == "mem" and o.write:
+                values.append(next(written))
                 continue
             role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o)
             cands = [c for c in part[(_pool_key(o), role)] if c not in taken]

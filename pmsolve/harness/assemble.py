@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pmsolve.errors import MeasurementError
-from pmsolve.harness.allocation import MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS
+from pmsolve.harness.allocation import OPERAND_MEMORY
 from pmsolve.isa.catalogue import data_dir
 
 TOOLS = ("as", "objcopy", "nm")   # GNU binutils the assembler needs
@@ -82,7 +82,7 @@ def check_block(lines: Sequence[str]) -> str | None:
     operands must be ``disp(%r14)`` within the frame's 4 KiB of operand memory, the reserved
     registers (loop counter r15, memory base r14, divisor r13, rsp) must not appear otherwise,
     and nothing may change control flow or the stack. Labels and directives are refused too."""
-    limit = MEM_SLOT_OFFSET + MEM_SLOT_STRIDE * MEM_SLOTS
+    limit = OPERAND_MEMORY
     if not lines:
         return "empty block"
     for line in lines:
