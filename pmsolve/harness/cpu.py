@@ -190,12 +190,52 @@ def host_cpu() -> CpuIdentity:
 
 @dataclass(frozen=True)
 class ReferenceSingles:
-    """Published inverse throughputs of single schemes on one microarchitecture, for reports only."""
+    """Published inverse throughputs of single schemes on one microarchitecture, for reports only.
+    Every value carries its own citation: tables mix sources whose methods differ (uops.info and
+    InstLatX64 place the memory operands of independent copies differently), so a comparison must
+    be able to say where each figure comes from."""
 
     microarchitecture: str
-    source: str
+    source: str                           # summary of the table's sources
     values: dict[str, float]              # catalogue scheme -> cycles per instruction
     published_as: dict[str, str]          # catalogue scheme -> the publication's own name
+    sources: dict[str, str] = field(default_factory=dict)   # catalogue scheme -> full citation
+    notes: dict[str, str] = field(default_factory=dict)     # catalogue scheme -> caveat, where one applies
+
+
+def parse_reference_singles(doc: Any, name: str) -> ReferenceSingles:
+    """A ``pmsolve.reference-singles`` document checked entry by entry: each names a scheme once,
+    with a positive value and a ``source`` that is a key of the document's ``sources``."""
+    def bad(why: str) -> FormatError:
+        return FormatError(f"reference singles {name}: {why}")
+
+    if not isinstance(doc, dict) or doc.get("format") != "pmsolve.reference-singles":
+        raise bad("not a pmsolve.reference-singles document")
+    cited = doc.get("sources", {})
+    if not isinstance(cited, dict) or not all(isinstance(v, str) and v.strip() for v in cited.values()):
+        raise bad("'sources' must map names to citations")
+    out = ReferenceSingles(str(doc.get("microarchitecture", "")), str(doc.get("source", "")), {}, {})
+    for i, e in enumerate(doc.get("entries") or []):
+        if not isinstance(e, dict) or not isinstance(e.get("scheme"), str):
+            raise bad(f"entry {i} has no scheme")
+        scheme = e["scheme"]
+        if scheme in out.values:
+            raise bad(f"{scheme} is listed twice")
+        value = e.get("inverse_throughput")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise bad(f"{scheme}: inverse_throughput must be a positive number, not {value!r}")
+        if e.get("source") not in cited:
+            raise bad(f"{scheme}: source {e.get('source')!r} is not one of 'sources'")
+        if not isinstance(e.get("published"), str) or not e["published"].strip():
+            raise bad(f"{scheme}: no published name")
+        out.values[scheme] = float(value)
+        out.published_as[scheme] = e["published"]
+        out.sources[scheme] = cited[e["source"]]
+        if e.get("note"):
+            out.notes[scheme] = str(e["note"])
+    if not out.values:
+        raise bad("no entries")
+    return out
 
 
 def reference_singles(uarch: Microarchitecture | str | None) -> ReferenceSingles | None:
@@ -206,11 +246,9 @@ def reference_singles(uarch: Microarchitecture | str | None) -> ReferenceSingles
     path = resources.files("pmsolve.data").joinpath("singles", m.singles)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        entries = doc["entries"]
-        return ReferenceSingles(m.name, doc["source"], {e["scheme"]: float(e["inverse_throughput"]) for e in entries},
-                                {e["scheme"]: e["published"] for e in entries})
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise FormatError(f"reference singles {m.singles} of {m.name} are unreadable: {exc}") from None
+    return parse_reference_singles(doc, f"{m.singles} of {m.name}")
 
 
 def measuring_on(*objs: Any) -> CpuIdentity | None:
