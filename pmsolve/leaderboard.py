@@ -31,6 +31,7 @@ from pmsolve.formats import _read_json, load_mapping
 from pmsolve.isa.bridge import detect_naming, scheme_key
 from pmsolve.metrics import Accuracy, accuracy
 from pmsolve.model import Experiment, Measurement, PortMapping
+from pmsolve.modelled import PORT_KINDS, ModelledMapping, load_model
 from pmsolve.throughput import evaluate_many
 
 Translate = Callable[[str], "str | None"]
@@ -191,16 +192,22 @@ def _translated(exps: Sequence[Experiment], translate: Translate) -> list[Experi
     return out
 
 
-def mapping_predictor(name: str, mapping: PortMapping, translate: Translate, r_max: float | None,
+def mapping_predictor(name: str, mapping: PortMapping | ModelledMapping, translate: Translate, r_max: float | None,
                       schemes: Sequence[str]) -> ExperimentPredictor:
+    """A port mapping, or a modelled mapping (its modelled schemes predicted too, see
+    :mod:`pmsolve.modelled`)."""
+    model = mapping if isinstance(mapping, ModelledMapping) else ModelledMapping(mapping)
+
     def predict(exps: Sequence[Experiment]) -> list[float | None]:
-        tr = _translated(exps, lambda n: t if (t := translate(n)) in mapping.uops else None)
+        tr = _translated(exps, lambda n: t if (t := translate(n)) in model.schemes else None)
         ok = [e for e in tr if e is not None]
-        values = iter(evaluate_many(mapping, ok, r_max)) if ok else iter(())
+        values = iter(model.evaluate_many(ok, r_max)) if ok else iter(())
         return [None if e is None else float(next(values)) for e in tr]
 
-    known = sum(1 for s in schemes if translate(s) in mapping.uops)
-    detail = "port mapping" + (f", R_max {r_max:g}" if r_max else "")
+    known = sum(1 for s in schemes if translate(s) in model.schemes)
+    modelled = sum(1 for m in model.schemes.values() if m.kind not in PORT_KINDS)
+    detail = "port mapping" + (f" and {modelled} modelled scheme(s)" if modelled else "") + \
+        (f", R_max {r_max:g}" if r_max else "")
     return ExperimentPredictor(name, "mapping", predict, known, detail)
 
 
@@ -392,7 +399,7 @@ def predictors_for(measurements: Sequence[Measurement], mappings: Sequence[str] 
     out: list[ExperimentPredictor] = []
     for spec in mappings:
         path, label, rm = parse_mapping_spec(spec)
-        mapping = load_mapping(path)
+        mapping = load_model(path)
         label = label or (path if len(mappings) + len(palmed) > 1 else "mapping")
         tr = _mapping_translator(mapping, schemes, naming)
         out.append(mapping_predictor(label, mapping, tr, rm if rm is not None else r_max, schemes))
@@ -408,7 +415,7 @@ def predictors_for(measurements: Sequence[Measurement], mappings: Sequence[str] 
     return out
 
 
-def _mapping_translator(mapping: PortMapping, schemes: Sequence[str], naming: str) -> Translate:
+def _mapping_translator(mapping: PortMapping | ModelledMapping, schemes: Sequence[str], naming: str) -> Translate:
     known = set(mapping.instructions)
     if not naming or all(s in known for s in schemes):
         return lambda n: n if n in known else None

@@ -73,3 +73,51 @@ class DeviatingMachine(SimulatedOracle):
 def single(e: Experiment) -> bool:
     return len(e.counts) == 1
 
+
+
+def _table(spec: dict[str, list[tuple[str, int]]]) -> dict[str, list]:
+    return {i: [(tuple(ports.split(",")), n) for ports, n in us] for i, us in spec.items()}
+
+
+def hidden_union() -> PortMapping:
+    """Issue 39's 4-port truth: blocking instructions for [0], [1], [0,1] and [2,3]; ``b04`` on all
+    four ports runs at 1/R_max (R_max 4), and ``i00``, ``i02``, ``i03`` hide µops on all four,
+    a set inside no blocked one."""
+    return PortMapping(["0", "1", "2", "3"], _table({
+        "b00": [("0", 1)], "b01": [("1", 1)], "b02": [("0,1", 1)], "b03": [("2,3", 1)], "b04": [("0,1,2,3", 1)],
+        "i00": [("0,1", 4), ("0,1,2,3", 2)], "i01": [("0", 1)], "i02": [("0,1", 4), ("0,1,2,3", 1)],
+        "i03": [("2,3", 2), ("0,1,2,3", 1)], "i04": [("0", 4), ("0,1", 1)], "i05": [("0", 2)]}))
+
+
+def readme_tour() -> PortMapping:
+    """The README's Python tour (R_max 4): ``addm`` (an add and a load) is as fast as ``load``
+    alone, and the adds run three per cycle."""
+    return PortMapping(["0", "1", "2", "3"], _table({
+        "add": [("0,1,2", 1)], "mul": [("1", 1)], "load": [("3", 1)], "addm": [("0,1,2", 1), ("3", 1)]}))
+
+
+def small_hidden(seed: int) -> tuple[PortMapping, int]:
+    """A 4-8 port truth whose ports fall into groups, each with a blocking instruction (and one
+    for a single port of some), and schemes with µops on groups, single ports and on unions of
+    two groups that no blocking instruction isolates; with its front-end limit."""
+    rng = random.Random(seed)
+    n = rng.randint(4, 8)
+    ports = [str(p) for p in range(n)]
+    groups, left = [], list(ports)
+    while left:
+        k = min(len(left), rng.randint(1, 3))
+        groups.append(left[:k])
+        left = left[k:]
+    table: dict[str, list] = {}
+    for j, g in enumerate(groups):
+        table[f"g{j}"] = [(tuple(g), 1)]
+        if len(g) > 1 and rng.random() < 0.5:
+            table[f"s{j}"] = [((g[0],), 1)]
+    sets = [tuple(g) for g in groups] + [((g[0],)) for j, g in enumerate(groups) if f"s{j}" in table]
+    unions = [tuple(a + b) for a, b in zip(groups, groups[1:])]
+    for j in range(8):
+        us = {s: rng.randint(1, 3) for s in rng.sample(sets, rng.randint(1, min(2, len(sets))))}
+        if unions and rng.random() < 0.6:
+            us[rng.choice(unions)] = rng.randint(1, 2)
+        table[f"x{j}"] = list(us.items())
+    return PortMapping(ports, table), rng.choice([n, n + 1, n + 2])

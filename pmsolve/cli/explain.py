@@ -31,7 +31,8 @@ def load_explained(path: str) -> dict[str, Any]:
     ex = data.get("explanation") if isinstance(data, dict) else None
     if not isinstance(ex, dict) or ex.get("format") != "pmsolve.explanation":
         raise FormatError(f"{path}: no explanation in this file (write one with `pmsolve infer explain -o`)")
-    return ex
+    models = data.get("models")
+    return {**ex, "models": models if isinstance(models, dict) else {}}
 
 
 def find_scheme(schemes: dict[str, Any], name: str, path: str) -> str:
@@ -68,6 +69,11 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
         if ex.get("certified"):
             print(f"{len(ex['certified'])} misfit(s) whose measurements no port mapping fits: "
                   + ", ".join(ex["certified"][:8]) + (" …" if len(ex["certified"]) > 8 else ""))
+        pr = ex.get("predictions")
+        if pr:
+            print(f"predictions: {pr['predicted']} of {pr['schemes']} schemes: "
+                  + ", ".join(f"{k} {n}" for k, n in pr["kinds"].items())
+                  + (f"; none for {', '.join(list(pr['unpredicted'])[:5])}" if pr.get("unpredicted") else ""))
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
               "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
         for w in ex.get("warnings", []):
@@ -80,6 +86,14 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
     x = Explanation.from_json(schemes[name])
     counted = f", {x.counted:g} µop(s) counted" if x.counted is not None else ""
     print(f"{name}  ({x.source}{counted})")
+    model = ex.get("models", {}).get(name)
+    if model:
+        cost = f", {model['cost']:.4g} cycles alone on a resource of its own" if model.get("cost") else ""
+        conf = f", confidence {model['confidence']:.2f}" if model.get("confidence") is not None else ""
+        ev = (f" ({model['evidence'][0]} of {model['evidence'][1]} measured experiments within 5 %)"
+              if model.get("evidence") else "")
+        uops = " + ".join(f"{u['count']}×[{','.join(u['ports'])}]" for u in model.get("uops", []))
+        print(f"  predicted as: {model['kind']}{cost}{' with µops ' + uops if uops else ''}{conf}{ev}")
     if x.misfit is not None:
         print(f"  misfit: {x.misfit.category} — {x.misfit.reason}")
         for e, t in x.misfit.experiments:

@@ -21,7 +21,8 @@ from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import MAPPING_FORMATS, load_experiments, load_mapping, load_measurements, save_mapping
 from pmsolve.leaderboard import heatmaps, predictors_for, score
 from pmsolve.model import Experiment, Measurement, PortMapping, sort_ports
-from pmsolve.throughput import bottleneck, inverse_throughput
+from pmsolve.modelled import ModelledMapping, load_model
+from pmsolve.throughput import inverse_throughput
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +51,7 @@ def _add_throughput(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_throughput)
 
 
-def _experiments_from_args(args: argparse.Namespace, mapping: PortMapping) -> list[Experiment]:
+def _experiments_from_args(args: argparse.Namespace, mapping: PortMapping | ModelledMapping) -> list[Experiment]:
     exps = [Experiment.parse(text, known=mapping.instructions) for text in args.experiment or []]
     if args.experiments:
         exps += [m.experiment if isinstance(m, Measurement) else m for m in load_experiments(args.experiments)]
@@ -67,32 +68,41 @@ def _backend_used(requested: str, mapping: PortMapping, exp: Experiment, r_max: 
 
 
 def cmd_throughput(args: argparse.Namespace) -> int:
-    mapping = load_mapping(args.mapping)
-    exps = _experiments_from_args(args, mapping)
-    backend = _backend_used(args.backend, mapping, exps[0], args.r_max) if args.backend else None
+    model = load_model(args.mapping)
+    exps = _experiments_from_args(args, model)
+    ported = [e for e in exps if model.is_port_mapping_of(e)]
+    backend = _backend_used(args.backend, model.mapping, ported[0], args.r_max) if args.backend and ported else None
     results = []
     for exp in exps:
-        b = bottleneck(mapping, exp, args.r_max)
-        if backend:  # the same number again through a solver; raises if it disagrees
-            inverse_throughput(mapping, exp, r_max=args.r_max, method="lp", backend=backend)
+        b = model.bottleneck(exp, args.r_max)
+        if backend and model.is_port_mapping_of(exp):  # the same number again through a solver; raises if it disagrees
+            inverse_throughput(model.mapping, exp, r_max=args.r_max, method="lp", backend=backend)
         results.append((exp, b))
-    if backend:
+    if args.backend:
         asked = f" (asked: {args.backend})" if backend != args.backend else ""
-        print(f"checked by backend {backend}{asked}: every value agrees with the bottleneck formula",
+        skipped = len(exps) - len(ported)
+        print(f"checked by backend {backend}{asked}: every value agrees with the bottleneck formula"
+              + (f" ({skipped} experiment(s) with modelled schemes not checked: no solver models a cost)"
+                 if skipped else "") if backend else
+              "not checked by a backend: every experiment has a scheme the file models beyond its ports",
               file=sys.stderr)
+    kinds = {i: model.schemes[i].kind for e in exps for i in e}
     if args.json:
         rows = [{"experiment": dict(e.items()), "inverse_throughput": fraction_text(b.inverse_throughput),
                  "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
                  "bottleneck_ports": sort_ports(b.ports), "frontend_bound": b.frontend_bound,
-                 **({"checked_by_backend": backend} if backend else {})}
+                 "cost_of": b.cost_of, "kinds": {i: kinds[i] for i in e},
+                 **({"checked_by_backend": backend} if backend and model.is_port_mapping_of(e) else {})}
                 for e, b in results]
         emit_json(rows)
         return 0
     rows = [(str(e), fraction_text(b.inverse_throughput), f"{float(b.inverse_throughput):.4f}",
-             f"{float(b.inverse_throughput / e.size):.4f}",
-             "front end (R_max)" if b.frontend_bound else "{" + ",".join(sort_ports(b.ports)) + "}")
-            for e, b in results]
+             f"{float(b.inverse_throughput / e.size):.4f}", b.describe()) for e, b in results]
     print(table(["experiment", "tp⁻¹", "cycles", "CPI", "bottleneck"], rows))
+    modelled = sorted({i for i, k in kinds.items() if k != "mapped"})
+    if modelled:
+        print("modelled beyond the port mapping: " + ", ".join(f"{i} ({kinds[i]})" for i in modelled[:8])
+              + (f" and {len(modelled) - 8} more" if len(modelled) > 8 else ""))
     return 0
 
 

@@ -8,11 +8,13 @@ you sit at, without performance counters, and how well it predicts, next to llvm
    fault, an assembler rejection) are left out and said;
 3. **infer** — the counter-free explainable inference (:mod:`pmsolve.infer.explain`) with its
    state file in the same folder (or PMEvo with ``method="pmevo"``);
-4. **held-out accuracy** — random 4–5-instruction experiments of mapped schemes, none of them
-   measured for the inference, are measured and predicted by pmsolve's mapping, the newest
-   llvm-mca and OSACA (each with the model that fits this CPU best; fallbacks said) and PMEvo
-   trained on the same schemes; every predictor is scored on the experiments all of them cover,
-   and its own coverage is stated;
+4. **held-out accuracy** — random 4–5-instruction experiments of all the profile's schemes (the
+   same distribution as the profile: misfits too), none of them measured for the inference, are
+   measured and predicted by pmsolve's modelled mapping (:mod:`pmsolve.modelled`: every scheme
+   mapped or modelled), the newest llvm-mca and OSACA (each with the model that fits this CPU
+   best; fallbacks said) and PMEvo trained on mapped schemes; every predictor is scored on the
+   experiments all of them cover, on its own coverage and head to head with pmsolve, and the
+   experiments with a modelled (not mapped) scheme are scored on a line of their own;
 5. **misses** — the worst held-out misses of pmsolve's mapping shrunk to the smallest
    sub-experiments that still miss (:mod:`pmsolve.jobs.misses`): which bottleneck is not a port;
 6. **report** — text, JSON and a static HTML page (:mod:`pmsolve.jobs.report`).
@@ -47,6 +49,7 @@ from pmsolve.jobs import misses as held_out_misses, profiles
 from pmsolve.jobs.report import certified_text, units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import PORT_KINDS, ModelledMapping
 from pmsolve.predictors import llvm_mca, osaca
 from pmsolve.predictors.base import ModelChoice
 from pmsolve.predictors.block import Block
@@ -120,6 +123,22 @@ class HostReport:
     seconds: dict[str, float]
     notes: list[str] = field(default_factory=list)
     misses: tuple[int, list[held_out_misses.Core]] | None = None   # (how many miss, their cores)
+    model: ModelledMapping | None = None      # every scheme's prediction (mapped or modelled)
+    drawn: int | None = None   # the first held-out experiments, drawn from the whole profile (the rest: PMEvo's sample)
+
+    def subsets(self) -> dict[str, list[int]]:
+        """Held-out experiments by what pmsolve predicts them with: the port mapping alone, or a
+        modelled scheme among them (``ports + cost``, ``cost``)."""
+        out: dict[str, list[int]] = {}
+        if self.drawn is not None and self.drawn < len(self.held_out):
+            out["drawn from the whole profile"] = list(range(self.drawn))
+        if self.model is None:
+            return out
+        out.update({"mapped schemes only": [], "with a modelled scheme": []})
+        for j, e in enumerate(self.held_out):
+            kinds = {self.model.schemes[i].kind for i in e if i in self.model.schemes}
+            out["mapped schemes only" if kinds <= set(PORT_KINDS) else "with a modelled scheme"].append(j)
+        return out
 
     def accuracy(self) -> dict[str, Any]:
         """Each predictor on the experiments every predictor covers, and on its own coverage."""
@@ -148,8 +167,15 @@ class HostReport:
                          "versus_first": {"covered": len(both), "this": score(name, both),
                                           "first": score(first, both)} if name != first else None,
                          "model": model[name].why if name in model else ""})
+        parts = []
+        for label, js in self.subsets().items():
+            js = [j for j in js if j in set(ok)]
+            parts.append({"subset": label, "experiments": len(js),
+                          "predictors": [{"name": name, "covered": len([j for j in js if j in cover_sets[name]]),
+                                          "own": score(name, [j for j in js if j in cover_sets[name]])}
+                                         for name in self.predictions]})
         return {"held_out": len(ok), "common": len(common), "first": first, "resolution": RESOLUTION,
-                "predictors": rows}
+                "predictors": rows, "subsets": parts}
 
     def to_json(self) -> dict[str, Any]:
         schemes, misfits = [], {}
@@ -166,6 +192,11 @@ class HostReport:
             schemes = [{"scheme": i, "tp": self.singles.get(i),
                         "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}
                        for i, us in sorted(self.mapping.uops.items())]
+        if self.model is not None:
+            for items in misfits.values():
+                for m in items:
+                    sm = self.model.schemes.get(m["scheme"])
+                    m["prediction"] = sm.to_json() if sm is not None else None
         ref = reference_singles(self.cpu.microarchitecture) if self.cpu else None
         units = self.result.summary.get("units", []) if self.result is not None else []
         return {"format": "pmsolve.host-report", "version": 1, "machine": self.machine,
@@ -175,6 +206,7 @@ class HostReport:
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
                 "schemes": schemes, "misfits": misfits, "singles": self.singles,
+                "predictions": (self.result.summary.get("predictions") if self.result is not None else None),
                 "slow_schedules": (self.result.summary["blocking"].get("slow_schedules", [])
                                    if self.result is not None else []),
                 "singles_reference": ({"source": ref.source, "values": {s: v for s, v in ref.values.items()
@@ -323,7 +355,9 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         if not scored:
             notes.append(f"only {len(mapped)} scheme(s) mapped: too few for held-out experiments of 4-5 "
                          "instructions, so no predictor is scored (see the misfits for why)")
-        held = held_out_experiments(mapped, config.held_out, config.seed + 7919, exclude) if scored else []
+        # drawn from every scheme of the profile (the same distribution as the profile, misfits too)
+        held = held_out_experiments(names, config.held_out, config.seed + 7919, exclude) if scored else []
+        drawn = len(held)
         pmevo_on = mapped
         if config.compare_pmevo and config.method != "pmevo" and len(mapped) > max(3, config.pmevo_schemes):
             # PMEvo measures every pair of its schemes: train it on a sample, and draw half as
@@ -337,8 +371,9 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
                          "from that sample")
         measured = oracle.measure(held)
         t = _stage(seconds, "held-out measurement", t)
+        model = result.model if result is not None and result.model is not None else ModelledMapping(mapping)
         preds: dict[str, list[float | None]] = {
-            f"pmsolve ({config.method})": _covered(mapping, held, r_max)}
+            f"pmsolve ({config.method})": _covered(model, held, r_max)}
         models = comparison_models(config, cpu)
         if scored:
             preds.update(tool_predictions(catalogue, held, models, notes))
@@ -360,14 +395,15 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     if failed:
         notes.append(f"{failed} held-out experiment(s) could not be measured and are not scored")
     return HostReport(f"{cpu.describe()} (hardware)", config, cpu, mapping, r_max, result, singles, held, measured,
-                      preds, list(models), seconds, notes, misses)
+                      preds, list(models), seconds, notes, misses, model, drawn)
 
 
-def _covered(mapping: PortMapping, held: list[Experiment], r_max: float | None) -> list[float | None]:
-    """The mapping's predictions, None for experiments with a scheme it does not map."""
-    js = [j for j, e in enumerate(held) if all(n in mapping.uops for n in e)]
+def _covered(mapping: PortMapping | ModelledMapping, held: list[Experiment], r_max: float | None) -> list[float | None]:
+    """The mapping's predictions, None for experiments with a scheme it does not predict."""
+    model = mapping if isinstance(mapping, ModelledMapping) else ModelledMapping(mapping)
+    js = [j for j, e in enumerate(held) if all(n in model.schemes for n in e)]
     out: list[float | None] = [None] * len(held)
-    for j, x in zip(js, evaluate_many(mapping, [held[j] for j in js], r_max=r_max)):
+    for j, x in zip(js, model.evaluate_many([held[j] for j in js], r_max=r_max)):
         out[j] = float(x)
     return out
 
@@ -421,12 +457,13 @@ def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:
     result = explain_infer(oracle, ExplainOptions(epsilon=0.03, runs=config.runs),
                            progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     mapping, r_max = result.mapping, result.summary["r_max"]
-    held = held_out_experiments(sorted(mapping.uops), config.held_out, config.seed + 7919)
+    held = held_out_experiments(names, config.held_out, config.seed + 7919)
     measured = oracle.measure(held)
-    preds = {"pmsolve (explain)": _covered(mapping, held, r_max), "ground truth": _covered(truth, held, 5)}
+    preds = {"pmsolve (explain)": _covered(result.model, held, r_max), "ground truth": _covered(truth, held, 5)}
     misses = held_out_misses.localise(oracle, mapping, r_max, held, measured)
     return HostReport("simulated Zen-like machine", config, None, mapping, r_max, result, singles, held, measured,
-                      preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"], misses)
+                      preds, [], {"total": round(time.monotonic() - t0, 1)}, [f"simulated because: {reason}"], misses,
+                      result.model)
 
 
 def render(report: HostReport) -> str:
@@ -439,6 +476,12 @@ def render(report: HostReport) -> str:
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")
              + certified_text(doc["misfits"])]
+    pr = doc.get("predictions")
+    if pr:
+        lines.append(f"predictions: {pr['predicted']} of {pr['schemes']} schemes ({100 * pr['share']:.1f} %): "
+                     + ", ".join(f"{k} {n}" for k, n in pr["kinds"].items())
+                     + (f"; no prediction for {len(pr['unpredicted'])} (e.g. "
+                        + ", ".join(list(pr["unpredicted"])[:3]) + ")" if pr["unpredicted"] else ""))
     if doc["slow_schedules"]:
         lines.append(f"{len(doc['slow_schedules'])} experiment(s) of blocking instructions ran slower than their port "
                      "bound (slow schedules, outside the model; set aside): " + slow_summary(doc["slow_schedules"]))
@@ -457,6 +500,11 @@ def render(report: HostReport) -> str:
             line += (f"  {vs['covered']:>7} {_pct((vs['this'] or {}).get('mape'))} "
                      f"{_pct((vs['first'] or {}).get('mape'))}")
         lines.append(line)
+    for part in acc.get("subsets", []):
+        lines.append(f"  {part['subset']}: {part['experiments']} experiment(s): "
+                     + "; ".join(f"{p['name']} {p['covered']} covered, MAPE {_pct((p['own'] or {}).get('mape')).strip()}, "
+                                 f"τ-b .01 {_fmt((p['own'] or {}).get('kendall_tau_b_resolved'), 5).strip()}"
+                                 for p in part["predictors"]))
     lines.append(f"  (τ-b .01: on measurements rounded to {RESOLUTION} cycles, the precision of published tables "
                  "and the dissertation's τ_K; "
                  "τ-b max: the most τ-b can be with the predictor's ties, as raw measurements tie no pair)")

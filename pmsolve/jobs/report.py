@@ -10,8 +10,11 @@ scripts, every text escaped:
   it, one column per port;
 * one row per scheme: measured tp⁻¹, port usage, µop count, confidence, and its witnesses
   (expandable);
-* the misfits by category, each with its experiments, and the experiments set aside as slow
-  schedules (slower than the port bound of the mapping that explains everything else).
+* what every scheme is predicted with (:mod:`pmsolve.modelled`): mapped, a unit, its µops and
+  its cost alone, or its cost alone, with counts and the schemes left without a prediction;
+* the misfits by category, each with its experiments and the model that predicts it, and the
+  experiments set aside as slow schedules (slower than the port bound of the mapping that
+  explains everything else).
 """
 
 from __future__ import annotations
@@ -146,6 +149,41 @@ def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]
     return out
 
 
+KIND_TEXT = {"mapped": "µops on ports, each witnessed", "unit": "µops on ports and cycles of a unit",
+             "ports + cost": "the µops found on ports and its time alone on a resource of its own",
+             "cost": "its time alone on a resource of its own (a bound)"}
+
+
+def _predictions(pr: dict[str, Any] | None) -> list[str]:
+    """How many schemes each kind of prediction covers, and those without one."""
+    if not pr:
+        return []
+    out = ["<h2>Predictions</h2>",
+           f"<p>{_e(pr['predicted'])} of {_e(pr['schemes'])} schemes ({_num(100 * pr['share'], 1)} %) get a "
+           "prediction. A resource of a scheme's own adds n × its time alone to the bound of a mix (as a port "
+           "only it used would); the confidence of a modelled scheme is the share of its measured experiments "
+           "predicted within 5 %.</p>", "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
+    for kind, n in pr["kinds"].items():
+        out.append(f"<tr class='kind'><td>{_e(kind)}</td><td class='num'>{_e(n)}</td><td>{_e(KIND_TEXT.get(kind, ''))}</td></tr>")
+    out.append("</table>")
+    if pr.get("unpredicted"):
+        out.append("<details id='unpredicted'><summary>no prediction: " + _e(len(pr["unpredicted"])) + "</summary><ul>"
+                   + "".join(f"<li><code>{_e(i)}</code>: {_e(why)}</li>" for i, why in pr["unpredicted"].items())
+                   + "</ul></details>")
+    return out
+
+
+def _prediction(p: dict[str, Any] | None) -> str:
+    if not p:
+        return "<br><b>no prediction</b>"
+    cost = f", {_num(p.get('cost'))} cycles alone" if p.get("cost") is not None else ""
+    uops = f" with µops {_e(_uops(p['uops']))}" if p.get("uops") else ""
+    ev = (f" ({_e(p['evidence'][0])} of {_e(p['evidence'][1])} measured experiments within 5 %)"
+          if p.get("evidence") else "")
+    return (f"<br>predicted as <b class='prediction'>{_e(p['kind'])}</b>{uops}{cost}; confidence "
+            f"{_num(p.get('confidence'), 2)}{ev}")
+
+
 def units_text(units: list[dict]) -> str:
     """' and 2 units (U1: 9 scheme(s) like vdivps_xmm_xmm_xmm; …)': the non-port bottlenecks found."""
     if not units:
@@ -198,6 +236,7 @@ def render_html(doc: dict[str, Any]) -> str:
                    f"<td class='num'>{sum(u['count'] for u in s.get('uops', []))}</td>"
                    f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
     out.append("</table>")
+    out += _predictions(doc.get("predictions"))
     out.append("<h2>Misfits</h2>")
     for category, items in doc.get("misfits", {}).items():
         out.append(f"<details class='misfit-category'><summary>{_e(category)}: {len(items)}</summary><ul>")
@@ -205,6 +244,7 @@ def render_html(doc: dict[str, Any]) -> str:
             exps = "; ".join(f"<code>{_e(_exp(x['experiment']))}</code> = {_num(x['measured'])}"
                              for x in m.get("experiments", [])[:6])
             out.append(f"<li class='misfit'><code>{_e(m['scheme'])}</code>: {_e(m['reason'])}"
+                       + _prediction(m.get("prediction"))
                        + (f"<br><span class='muted'>{exps}</span>" if exps else "") + "</li>")
         out.append("</ul></details>")
     slow = doc.get("slow_schedules", [])

@@ -6,7 +6,9 @@ prediction is the exact bottleneck formula (Thm 5.2) of that multiset, capped fr
 ``|block| / R_max`` when a front-end limit is given. Blocks carry catalogue scheme names; a
 mapping named in another scheme (the explainable Zen+ mapping's iwho names, PMEvo's) is reached
 through :mod:`pmsolve.isa.bridge`. A scheme the mapping lacks makes the block
-``unsupported: ...``, never a silent zero.
+``unsupported: ...``, never a silent zero. A mapping file with a ``models`` section (the main
+job's and ``pmsolve infer explain``'s output) predicts its modelled schemes too
+(:mod:`pmsolve.modelled`).
 """
 
 from __future__ import annotations
@@ -16,24 +18,24 @@ from pathlib import Path
 from typing import Sequence
 
 from pmsolve.errors import ValidationError
-from pmsolve.formats import load_mapping
 from pmsolve.isa.bridge import NAMINGS, detect_naming, translator
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors.base import Prediction
 from pmsolve.predictors.block import Block
-from pmsolve.throughput import inverse_throughput
+from pmsolve.modelled import ModelledMapping, load_model
 
 
 class MappingPredictor:
     """``mapping:FILE[?r_max=5&names=explainable]`` — any mapping format pmsolve reads."""
 
-    def __init__(self, mapping: PortMapping, *, r_max: float | None = None, naming: str | None = None,
-                 label: str = "mapping"):
+    def __init__(self, mapping: PortMapping | ModelledMapping, *, r_max: float | None = None,
+                 naming: str | None = None, label: str = "mapping"):
         if r_max is not None and not r_max > 0:
             raise ValidationError(f"mapping predictor: r_max must be positive, got {r_max}")
         if naming is not None and naming not in NAMINGS:
             raise ValidationError(f"mapping predictor: names={naming!r} is not one of {', '.join(NAMINGS)}")
-        self.mapping = mapping
+        self.model = mapping if isinstance(mapping, ModelledMapping) else ModelledMapping(mapping)
+        mapping = self.model
         self.r_max = r_max
         self.label = label
         self.naming = naming or detect_naming(mapping.instructions)
@@ -48,7 +50,7 @@ class MappingPredictor:
         path = Path(path)
         with warnings.catch_warnings():   # schemes without port usage are simply unsupported here
             warnings.simplefilter("ignore")
-            mapping = load_mapping(path)
+            mapping = load_model(path)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
         return cls(mapping, r_max=r_max, naming=naming, label=f"mapping:{path.name}@{digest}")
 
@@ -84,5 +86,5 @@ class MappingPredictor:
             if isinstance(e, str):
                 out.append(Prediction(None, e))
                 continue
-            out.append(Prediction(float(inverse_throughput(self.mapping, e, r_max=self.r_max))))
+            out.append(Prediction(float(self.model.inverse_throughput(e, r_max=self.r_max))))
         return out

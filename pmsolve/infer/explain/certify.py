@@ -100,9 +100,9 @@ def certify(oracle: Any, known: Sequence[Experiment], explanations: dict[str, Ex
             why = (f"no port mapping fits its measurements: {e} = {t:.3g} cycles (doubled {d:.3g}) where its "
                    f"parts take {value[a]:.3g} ({a}) and {value[b]:.3g} ({b}), and every port mapping's "
                    f"tp⁻¹ is subadditive and monotone; {m.reason}")
-            out[n] = replace(explanations[n], misfit=Misfit(
-                "outside the model", why, m.experiments, m.uops,
-                ((e, t), (scaled(e, 2), 2 * d), (a, value[a]), (b, value[b]))))
+            out[n] = replace(explanations[n], misfit=replace(
+                m, category="outside the model", reason=why,
+                certificate=((e, t), (scaled(e, 2), 2 * d), (a, value[a]), (b, value[b]))))
             break
     say(f"  {len(out)} misfit(s) whose measurements no port mapping fits")
     return out

@@ -42,7 +42,7 @@ from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
-from pmsolve.model import Experiment, PortMapping, Uop, sort_ports
+from pmsolve.model import Experiment, PortMapping, Uop, bottleneck_of, sort_ports
 from pmsolve.strategy import k_rule
 from pmsolve.throughput import batch_inverse_throughput
 
@@ -470,7 +470,8 @@ RECHECK = 4
 def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blocking: PortMapping,
               single: dict[str, Any], r_max: float | None, o: ExplainOptions,
               held: list[tuple[Experiment, float]], counted: int | None,
-              stand: dict[frozenset[str], str] | None = None) -> Generator[list[Experiment], list[float], Explanation]:
+              stand: dict[frozenset[str], str] | None = None,
+              strict: frozenset[Experiment] = frozenset()) -> Generator[list[Experiment], list[float], Explanation]:
     """The scheme's mapping must reproduce everything measured about it: the experiments it
     was derived from and the ``held`` ones it was not. With ``stand`` (the blocking instruction
     that is one µop on each set), an experiment that misses is measured once more as a fresh
@@ -482,6 +483,8 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
     (on a Zen 4 ``{vaesdec ×2, vbroadcastss ymm}`` takes 1.2 cycles where the ports allow 1),
     is no evidence against µops that behave exactly like theirs. On a port-model machine a
     stand-in measures what the model says, so it never excuses a miss there.
+    The ``strict`` experiments (:func:`full_check`: many instructions, where ε per instruction
+    would hide the µop they are built to show) miss beyond the relative tolerance alone.
     A generator for :func:`run_checks`; returns the explanation."""
     uops = [(q, n) for q, n in found.items()]
     singleton = Experiment({i: 1})
@@ -496,7 +499,7 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
     shared: list[Witness] = []
 
     def apart(e: Experiment, t: float, t2: float) -> bool:
-        return abs(t - t2) > max(o.epsilon * e.size, o.tolerance * t)
+        return abs(t - t2) > (o.tolerance * t if e in strict else max(o.epsilon * e.size, o.tolerance * t))
 
     def off(e: Experiment, t: float) -> bool:
         return apart(e, t, mod[e])
@@ -524,25 +527,25 @@ def _checking(i: str, found: dict[frozenset[str], int], probes: list[Probe], blo
                 return out
         return out
 
-    canon = tuple(sorted(((tuple(sort_ports(q)), n) for q, n in found.items()), key=lambda x: (len(x[0]), x[0])))
+    canon = _canonical_uops(found)
     if held and (yield from missed([(singleton, single["tp"])])):
         slower = single["tp"] > mod[singleton]
         why = ("slower than its µops explain: a bottleneck other than the ports (e.g. an unpipelined unit or "
                "microcode)" if slower else "faster than its µops allow")
         return Explanation(misfit=Misfit("outside the model", f"alone it runs at {single['tp']:.4g} cycles, "
                                          f"{why}; the blocked ports hold {_fmt(uops)} (modelled {mod[singleton]:.4g})",
-                                         ((singleton, single["tp"]),), canon if slower else ()),
+                                         ((singleton, single["tp"]),), canon if slower else (), found=canon),
                            counted=counted, others=tuple(_witness(p, None, None) for p in probes))
     bad = yield from missed(derived)
     if bad:
         return Explanation(misfit=Misfit("unsatisfiable", f"the µops {_fmt(uops)} found with the blocking "
                                          f"instructions do not reproduce {len(bad)} measured experiment(s)",
-                                         tuple(bad)), counted=counted)
+                                         tuple(bad), found=canon), counted=counted)
     bad = yield from missed(held)
     if bad:
         return Explanation(misfit=Misfit("unsatisfiable", f"the µops {_fmt(uops)} do not reproduce {len(bad)} "
                                          f"experiment(s) not used to derive them (modelled "
-                                         f"{', '.join(f'{mod[e]:.4g}' for e, _ in bad)})", tuple(bad)),
+                                         f"{', '.join(f'{mod[e]:.4g}' for e, _ in bad)})", tuple(bad), found=canon),
                            counted=counted, others=tuple(_witness(p, None, None) for p in probes))
     witnesses = {uop_key(p.q): tuple(_witness(p, mod[e], mod[b]) for e, b, _, _ in p.samples[-1:])
                  for p in probes if p.q in found}
@@ -665,6 +668,13 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
             break
     found = {i: s.found for i, s in state.items()}
     held = {i: _held_out(i, found[i], suite, on_q, r_max, run) for i in part}
+    full = {i: full_check(i, found[i], suite, blocking, r_max, o) for i in part}
+    for i, (e, _, _) in full.items():
+        if e is not None:
+            held[i].append(e)
+
+    def strict(i: str) -> frozenset[Experiment]:
+        return frozenset([full[i][0]]) if full[i][0] is not None else frozenset()
     exps = [e for hs in held.values() for e in hs]
     values = dict(zip(exps, oracle.measure(exps)))
     out, checks = {}, {}
@@ -673,7 +683,8 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
         problem = next((Misfit("outside the model", f"{p.x:.3g} µops cannot evade [{','.join(sort_ports(p.q))}], "
                                f"but the µops found put {sum(n for q, n in f.items() if q <= p.q)} there "
                                f"({len(p.samples)} measurement(s))",
-                               tuple((x, v) for e, b, t, t0 in p.samples for x, v in ((e, t), (b, t0))))
+                               tuple((x, v) for e, b, t, t0 in p.samples for x, v in ((e, t), (b, t0))),
+                               found=_canonical_uops(f))
                         for p in ps if p.misses(sum(n for q, n in f.items() if q <= p.q), o.integrality)), None)
         if problem is None and not f:
             problem = Misfit("outside the model", "no µop stays on the ports of any blocking instruction: it runs "
@@ -682,19 +693,149 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
         if problem is not None:
             out[i] = Explanation(misfit=problem, others=tuple(_witness(p, None, None) for p in ps))
             continue
-        checks[i] = _checking(i, f, ps, blocking, single[i], r_max, o, [(e, values[e]) for e in held[i]], None, stand)
+        checks[i] = _checking(i, f, ps, blocking, single[i], r_max, o, [(e, values[e]) for e in held[i]], None, stand,
+                              strict(i))
     out.update(run_checks(checks, oracle))
-    refine = {i: complement_candidates(i, found[i], suite, blocking, single[i]["tp"], r_max, o)
+    out.update(_missed_uops(oracle, part, out, found, full, held, values, state, sets, suite, blocking, single,
+                            r_max, o, stand))
+    for i, (_, _, left) in full.items():
+        if out[i].misfit is None and left:
+            out[i] = replace(out[i], unchecked=tuple(tuple(sort_ports(q)) for q in left))
+    # a placement the complement search proposes gets a full check of its own (the first one
+    # was filled for the µops before the move, and may load the moved ones' ports unevenly)
+    refine = {i: [(f, es, full_check(i, f, suite, blocking, r_max, o))
+                  for f, es in complement_candidates(i, found[i], suite, blocking, single[i]["tp"], r_max, o)]
               for i in part if out[i].misfit is not None and found[i]}
-    exps = [e for cands in refine.values() for _, es in cands for e in es]
+    exps = [e for cands in refine.values() for _, es, (fc, _, _) in cands for e in es + ([fc] if fc else [])]
     values.update(zip(exps, oracle.measure(exps)))
     for n in range(max((len(c) for c in refine.values()), default=0)):   # the n-th candidates of all, at once
         tried = {i: cands[n] for i, cands in refine.items() if len(cands) > n and out[i].misfit is not None}
         got = run_checks({i: _checking(i, f, state[i].ordered(sets), blocking, single[i], r_max, o,
-                                       [(h, values[h]) for h in held[i] + es], None, stand)
-                          for i, (f, es) in tried.items()}, oracle)
-        out.update({i: x for i, x in got.items() if x.misfit is None})
+                                       [(h, values[h]) for h in held[i] + es + ([fc] if fc else [])], None, stand,
+                                       strict(i) | ({fc} if fc else set()))
+                          for i, (f, es, (fc, _, _)) in tried.items()}, oracle)
+        out.update({i: replace(x, unchecked=tuple(tuple(sort_ports(q)) for q in tried[i][2][2]))
+                    for i, x in got.items() if x.misfit is None})
     return out
+
+
+def _missed_uops(oracle: Any, part: list[str], out: dict[str, Explanation], found: dict[str, dict[frozenset[str], int]],
+                 full: dict[str, tuple[Experiment | None, frozenset[str], list[frozenset[str]]]],
+                 held: dict[str, list[Experiment]], values: dict[Experiment, float], state: dict[str, _Scheme],
+                 sets: list[frozenset[str]], suite: Suite, blocking: PortMapping, single: dict[str, Any],
+                 r_max: float | None, o: ExplainOptions, stand: dict[frozenset[str], str]) -> dict[str, Explanation]:
+    """Schemes whose :func:`full_check` ran slower than their µops: the µops it shows are placed
+    where the blocking instructions say (:func:`missed_candidates`), or the scheme stays the
+    misfit its checks made it. Every placement kept must reproduce everything measured about the
+    scheme, the experiments that chose it too."""
+    tried: dict[str, tuple[dict[frozenset[str], int], list[Experiment]]] = {}
+    pools = {}
+    for i in part:
+        e, u, _ = full[i]
+        if e is None or out[i].misfit is None or not found[i] or e not in values:
+            continue
+        cands, pool = missed_candidates(i, found[i], e, values[e], u, suite, blocking, single[i]["tp"], r_max, o)
+        if cands:
+            pools[i] = (cands, pool)
+    exps = sorted({x for _, pool in pools.values() for x in pool} - set(values), key=str)
+    values.update(zip(exps, oracle.measure(exps)))
+    for i, (cands, pool) in pools.items():
+        # the placements that fit every experiment, and of those the ones as good as the best
+        # within the noise of one measurement (under noise a wrong one may fit within tolerance)
+        errs = [max(abs(values[x] - t) / values[x] for x, t in zip(pool, _times(blocking, suite, i, f, pool, r_max)))
+                for f in cands]
+        best = min(errs)
+        fits = [f for f, err in zip(cands, errs) if err <= o.tolerance and err <= best + o.noise]
+        groups = twins(blocking.ports, sets)
+        if fits and len({canonical(f, groups) for f in fits}) == 1:
+            tried[i] = (fits[0], pool)
+        elif fits:
+            # placements none of these experiments tells apart: the widest, when it holds every
+            # other one's set, is what the blocking instructions say (they cannot narrow it)
+            widest = max(fits, key=lambda f: (len(set().union(*f)), sum(len(q) for q in f)))
+            extra = [q for q in widest if q not in found[i]]
+            if extra and all(all(q <= extra[0] for q in f if q not in found[i]) for f in fits):
+                tried[i] = (widest, pool)
+    got = run_checks({i: _checking(i, f, state[i].ordered(sets), blocking, single[i], r_max, o,
+                                   [(h, values[h]) for h in held[i] + es], None, stand,
+                                   frozenset(es) | {full[i][0]})
+                      for i, (f, es) in tried.items()}, oracle)
+    return {i: x for i, x in got.items() if x.misfit is None}
+
+
+def _times(blocking: PortMapping, suite: Suite, i: str, f: dict[frozenset[str], int], es: list[Experiment],
+           r_max: float | None) -> list[float]:
+    m = PortMapping(blocking.ports, {**{b: blocking.uops[b] for b, _ in suite}, i: list(f.items())})
+    return [float(v) for v in batch_inverse_throughput([(m, e) for e in es], r_max)]
+
+
+def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experiment, measured: float,
+                      u: frozenset[str], suite: Suite, blocking: PortMapping, tp: float, r_max: float | None,
+                      o: ExplainOptions, max_ports: int = 10,
+                      max_uops: int = 3) -> tuple[list[dict[frozenset[str], int]], list[Experiment]]:
+    """Where the µops a :func:`full_check` shows can be: n µops on a set S inside the parts U it
+    loads but inside no blocked set (a µop inside one would have been counted there), such that
+    the scheme's µops with them reproduce the check and the singleton; one per renaming of ports
+    no blocked set tells apart. With the experiments that tell them apart: each blocking
+    instruction beside the scheme at two ratios, and the check without one part's filling (a
+    µop on [0,1,2] of a machine blocked at [0], [1,2] and [3,4,5] slows the full check of a
+    scheme on [3,4,5] as much as two on all six ports would, and the check without [3,4,5]'s
+    filling tells them apart)."""
+    sets = {q for _, q in suite}
+    if len(u) > max_ports:
+        return [], []
+    groups = twins(blocking.ports, sets)
+    singleton = Experiment({i: 1})
+    ports = sort_ports(u)
+    seen, cands = set(), []
+    for size in range(2, len(ports) + 1):
+        for c in map(frozenset, combinations(ports, size)):
+            if any(c <= q for q in sets):
+                continue
+            for n in range(1, max_uops + 1):
+                f = dict(found)
+                f[c] = f.get(c, 0) + n
+                shape = canonical(f, groups)
+                if shape in seen:
+                    continue
+                seen.add(shape)
+                cands.append(f)
+    if not cands:
+        return [], []
+    probe = [check, singleton]
+    fit = []
+    for f in cands:
+        t_check, t_one = _times(blocking, suite, i, f, probe, r_max)
+        if abs(t_check - measured) <= o.tolerance * measured and abs(t_one - tp) <= max(o.epsilon, o.tolerance * tp):
+            fit.append(f)
+    if not fit:
+        return [], []
+    counts = dict(check.items())
+    a = counts[i]
+    level = bottleneck_of(found)[0]
+    per_copy = {q: sum(x.count for x in blocking.uops[b] if x.ports <= q) for b, q in suite}
+    pool = []
+    for b, q in suite:
+        for scale in (1, 2):
+            k = math.ceil(scale * a * level * len(q) / max(1, per_copy[q]))
+            pool.append(Experiment({i: a, b: max(1, k)}))
+    for b, q in suite:
+        if b in counts and b != i:
+            rest = {x: c for x, c in counts.items() if x != b}
+            if len(rest) > 1:
+                pool.append(Experiment(rest))
+    # every part of U but one loaded to twice the level: that one has room, and a µop that may
+    # use it does not slow the check down (the scheme's own µops keep a part at their level)
+    blocker = {q: b for b, q in suite}
+    involved = [q for q in parts(suite) if q <= u]
+    for keep in involved:
+        more = {i: a}
+        for q in involved:
+            need = (1 if q == keep else 2) * a * level * len(q) - a * sum(n for f, n in found.items() if f <= q)
+            if need > 0:
+                more[blocker[q]] = math.ceil(need / max(1, per_copy[q]))
+        pool.append(Experiment(more))
+    return fit, list(dict.fromkeys(pool))
 
 
 def complement_candidates(i: str, found: dict[frozenset[str], int], suite: Suite,
@@ -847,6 +988,73 @@ def fit_uops(probes: list[Probe]) -> dict[frozenset[str], int]:
     return {q: c for q, c in zip(sets, n) if c > 0}
 
 
+def parts(suite: Suite) -> list[frozenset[str]]:
+    """The maximal blocked sets (none inside another), smallest first."""
+    sets = {q for _, q in suite}
+    return sorted((q for q in sets if not any(q < s for s in sets)), key=lambda q: (len(q), sort_ports(q)))
+
+
+def full_check(i: str, found: dict[frozenset[str], int], suite: Suite, blocking: PortMapping, r_max: float | None,
+               o: ExplainOptions, max_copies: int = 8) -> tuple[Experiment | None, frozenset[str], list[frozenset[str]]]:
+    """An experiment that shows any µop the characterisation missed, wherever it hides inside the
+    parts it loads, and the parts the front end keeps it from loading.
+
+    A µop on a set that lies inside no blocked set evades every probe (a µop on all four ports
+    of a machine whose blocking instructions hold [0,1] and [2,3] stays on neither). Filled so
+    that every port of the parts U holding the scheme's µops, and of as many other parts as the
+    front end lets it load, carries the same work as the scheme's own bottleneck, the
+    experiment keeps all of U busy: a missed µop anywhere in U adds 1/|U| cycles per copy,
+    and the found µops alone run at exactly that level (``{i00: 1, [2,3]-blocker: 4}``: 2.0
+    cycles for 4×[0,1], 2.5 with two more µops on [0..3]). A part whose filling would make
+    the front end the bottleneck is left out and returned: that the scheme has no µop across it
+    and the rest stays unchecked. Returns (experiment or None, U, parts left out)."""
+    if not found:
+        return None, frozenset(), []
+    blocker = {q: b for b, q in suite}
+    per_copy = {q: sum(u.count for u in blocking.uops[b] if u.ports <= q) for b, q in suite}
+    level = bottleneck_of({q: n for q, n in found.items()})[0]       # the scheme's port bound, cycles per copy
+    ps = parts(suite)
+    mine = [q for q in ps if any(f <= q for f in found)]
+    if not mine:
+        return None, frozenset(), []
+
+    def build(involved: list[frozenset[str]]) -> Experiment | None:
+        for a in range(1, max_copies + 1):
+            counts = {i: a}
+            for q in involved:
+                need = a * level * len(q) - a * sum(n for f, n in found.items() if f <= q)
+                if need.denominator != 1 or int(need) % per_copy[q]:
+                    break
+                if need:
+                    counts[blocker[q]] = counts.get(blocker[q], 0) + int(need) // per_copy[q]
+            else:
+                return Experiment(counts)
+        return None
+
+    def shows(e: Experiment, u: frozenset[str]) -> bool:
+        """Does one more µop on U per copy of the scheme change the modelled time clearly?"""
+        base = {b: blocking.uops[b] for b in e if b != i}
+        m0 = PortMapping(blocking.ports, {**base, i: list(found.items())})
+        m1 = PortMapping(blocking.ports, {**base, i: list(found.items()) + [(u, 1)]})
+        t0, t1 = (float(v) for v in batch_inverse_throughput([(m0, e), (m1, e)], r_max))
+        return t1 - t0 > 1.5 * o.tolerance * t0
+
+    involved, left = list(mine), []
+    best = build(involved)
+    if best is None or not shows(best, frozenset().union(*involved)):
+        return None, frozenset(), ps
+    for q in ps:
+        if q in mine:
+            continue
+        e = build(involved + [q])
+        if e is not None and shows(e, frozenset().union(*involved, q)):
+            involved.append(q)
+            best = e
+        else:
+            left.append(q)
+    return best, frozenset().union(*involved), left
+
+
 def _held_out(i: str, found: dict[frozenset[str], int], suite: Suite, on_q: dict, r_max: float | None,
               run: int) -> list[Experiment]:
     """Two experiments per scheme that its characterisation does not use: two copies of it with
@@ -874,6 +1082,10 @@ def stand_in(e: Experiment, i: str, found: dict[frozenset[str], int],
     for q, n in found.items():
         counts[stand[q]] = counts.get(stand[q], 0) + n * dict(e.items())[i]
     return Experiment(counts)
+
+
+def _canonical_uops(found: dict[frozenset[str], int]) -> tuple[tuple[tuple[str, ...], int], ...]:
+    return tuple(sorted(((tuple(sort_ports(q)), n) for q, n in found.items()), key=lambda x: (len(x[0]), x[0])))
 
 
 def _witness(p: Probe, mod: float | None, mod0: float | None) -> Witness:

@@ -37,6 +37,7 @@ from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.layouts import LayoutVote
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
+from pmsolve.infer.explain.complete import complete, kind_summary
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure, slow_summary
@@ -45,6 +46,7 @@ from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.modelled import ModelledMapping
 from pmsolve.throughput import batch_inverse_throughput
 
 
@@ -56,6 +58,7 @@ class ExplainResult:
     explanations: dict[str, Explanation]
     summary: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    model: ModelledMapping | None = None     # a prediction for every scheme (mapped or modelled)
 
     @property
     def misfits(self) -> dict[str, Misfit]:
@@ -67,7 +70,8 @@ class ExplainResult:
 
     def to_json(self) -> dict[str, Any]:
         """A pmsolve mapping file (``pmsolve.formats`` reads it) with the explanation alongside."""
-        data: dict[str, Any] = (mapping_to_json(self.mapping) if self.mapping is not None else
+        data: dict[str, Any] = (self.model.to_json() if self.model is not None else
+                                mapping_to_json(self.mapping) if self.mapping is not None else
                                 {"format": "pmsolve.mapping", "version": 1, "ports": [], "instructions": {}})
         data["explanation"] = {"format": "pmsolve.explanation", "version": 1, **self.summary,
                                "warnings": list(self.warnings), "misfit_counts": self.category_counts(),
@@ -174,7 +178,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     else:
         peak = runnable("peak", lambda: stages.peak_ipc(orc, single, stages.peak_probes(sizes()), o, warn=False))
         classes = kept(runnable("classes", lambda: stages.equivalence_classes(
-            paired, single, sizes(), o, say, r_max=peak["r_max"], check_pairs=3))["classes"])
+            paired, single, sizes(), o, say, r_max=peak["r_max"], check_pairs=3,
+            probes=peak.get("probes")))["classes"])
         say(f"{len(classes)} class(es) of blocking candidates")
     warnings = [peak["warning"]] if peak.get("warning") else []
     for w in warnings:
@@ -249,12 +254,15 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
     mapping = _final_mapping(bmap, explanations, [u["port"] for u in units])
+    measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
+    model, unpredicted = complete(mapping, explanations, single, measured, r_max)
+    summary["predictions"] = kind_summary(model, unpredicted)
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),
                         "mapped": len(mapping.uops) if mapping else 0, "schemes": len(insns),
                         "stages": timing}
     cp.save()
-    return ExplainResult(mapping, explanations, summary, warnings)
+    return ExplainResult(mapping, explanations, summary, warnings, model)
 
 
 def _blocking_explanations(bmap: PortMapping, classes: list[dict[str, Any]], single: dict[str, Any],

@@ -80,7 +80,7 @@ def simplicity(name: str) -> tuple:
 
 def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, int], o: ExplainOptions,
                         progress: Progress, r_max: float | None = None, check_pairs: int = 0,
-                        seed: int = 0) -> dict[str, Any]:
+                        seed: int = 0, probes: list | None = None) -> dict[str, Any]:
     """Stage 4 (Thm 6.3): equally sized candidates i, j block the same ports iff
     tp⁻¹({i,j}) = tp⁻¹({i}) + tp⁻¹({j}). One batch per class: the first remaining candidate of
     a size (in :func:`simplicity` order) becomes the representative, every other one is paired
@@ -95,8 +95,16 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
     Zen 4 two mask-register writers, ``{kmovw k, m16: 1, vcmpps k, ymm: 1}`` = 1.044 where they
     add up to 1.0) and says nothing about the representative: the two leave the class. Sizes
     a front end of ``r_max`` instructions per cycle hides (2/s ≤ 2/r_max) form no classes
-    (sec. 6.2.3)."""
+    (sec. 6.2.3).
+
+    ``probes`` (the peak stage's measured mixes, ``[counts, tp⁻¹]``) pick the representative
+    among equivalent candidates: a member that ran in a probe is measured there once more with
+    the representative in its place, and when that runs slower, the representative has µops
+    beyond the class's set and the member represents the class instead (a probe ``{add: 3,
+    load: 1}`` runs 4 per cycle; with ``addm``, a load and an add, in the load's place it takes
+    1.33 cycles: ``addm`` would block the load's port as one µop and hide the add's)."""
     rng = random.Random(seed)
+    demoted: set[str] = set()
     classes: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     by_size: dict[int, list[str]] = {}
@@ -150,9 +158,36 @@ def equivalence_classes(oracle: Any, single: dict[str, Any], sizes: dict[str, in
                 if members is None:
                     continue
                 members = [m for m in members if m["insn"] not in slow]
+            better = _better_representative(oracle, rep, [m["insn"] for m in members], probes or [], o,
+                                            demoted, progress)
+            if better is not None:
+                demoted.add(rep)
+                left = [better, rep] + [m["insn"] for m in members if m["insn"] != better] + left
+                continue
             classes.append({"rep": rep, "size": size, "members": members})
             progress(f"  class of {rep} ({size} port(s)): {len(members) + 1} scheme(s)")
     return {"classes": classes, "rejected": rejected}
+
+
+def _better_representative(oracle: Any, rep: str, members: list[str], probes: list, o: ExplainOptions,
+                           demoted: set[str], progress: Progress) -> str | None:
+    """The member that represents the class better than ``rep`` (see :func:`equivalence_classes`),
+    or None: ``rep`` in a member's place in a measured probe runs slower than the member did."""
+    trials = []
+    for counts, t in probes:
+        for m in members:
+            if m in counts and rep not in counts and m not in demoted:
+                swapped = {n: c for n, c in counts.items() if n != m}
+                swapped[rep] = counts[m]
+                trials.append((m, Experiment(counts), t, Experiment(swapped)))
+    if not trials:
+        return None
+    values = oracle.measure([x for *_, x in trials])
+    for (m, e, t, x), tx in zip(trials, values):
+        if tx > t + o.epsilon * e.size:
+            progress(f"  {m} represents the class instead of {rep}: {x} = {tx:.4g} where {e} = {t:.4g}")
+            return m
+    return None
 
 
 def peak_probes(sizes: dict[str, int], per_size: int = 3) -> list[dict[str, Any]]:
@@ -169,6 +204,7 @@ def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]],
     """Stage 5 (sec. 6.2.3): the front-end limit, measured with the unique blocking instructions
     (or given), and the warning when a blocking instruction's port set is as wide as the limit:
     then the equivalence test and the non-evading formula cannot see beyond it."""
+    probes: list = []
     if o.r_max is not None:
         ipc, exp, used = float(o.r_max), None, float(o.r_max)
     else:
@@ -181,6 +217,7 @@ def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]],
             return {"ipc": None, "r_max": None, "experiment": None,
                     "warning": "no blocking instruction runs faster than 1 cycle: no front-end limit measured"}
         ipc, exp = peak.ipc, dict(peak.experiment.items())
+        probes = [[dict(e.items()), t] for e, t in peak.probes]
         # front ends issue a whole number of instructions per cycle; noise blurs the measured one
         used = float(round(ipc)) if abs(ipc - round(ipc)) <= 0.05 * ipc else ipc
     widest = max([c["size"] for c in classes] + list(improper_sizes), default=0)
@@ -189,7 +226,7 @@ def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]],
         warning = (f"a blocking instruction uses {widest} ports but the peak is {used:g} instructions per cycle: "
                    f"equivalence tests among such instructions always succeed and their µops cannot be "
                    f"characterised (sec. 6.2.3); results may be wrong")
-    return {"ipc": ipc, "r_max": used, "experiment": exp, "warning": warning}
+    return {"ipc": ipc, "r_max": used, "experiment": exp, "warning": warning, "probes": probes}
 
 
 def _misfit(category: str, reason: str, experiments: list[dict[str, Any]]) -> dict[str, Any]:

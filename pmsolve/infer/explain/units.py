@@ -188,4 +188,4 @@ def _misses(checks: list[Experiment], measured: dict[Experiment, float], x: Expl
 
 def _misfit(x: Explanation, why: str, experiments: tuple) -> Explanation:
     m = x.misfit
-    return replace(x, misfit=Misfit(m.category, f"{m.reason}; {why}", m.experiments + experiments, m.uops))
+    return replace(x, misfit=replace(m, reason=f"{m.reason}; {why}", experiments=m.experiments + experiments))

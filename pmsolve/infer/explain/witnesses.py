@@ -85,13 +85,15 @@ class Misfit:
     ``uops``: the µops on ports found for a scheme alone slower than they explain, which
     :mod:`~pmsolve.infer.explain.units` may complete with a unit. ``certificate``: an
     experiment, it doubled and its two parts, measured, that no port mapping fits
-    (:mod:`~pmsolve.infer.explain.certify`)."""
+    (:mod:`~pmsolve.infer.explain.certify`). ``found``: the µops the characterisation found on
+    the blocked ports, whatever rejected them (a prediction for the misfit starts from them)."""
 
     category: str
     reason: str
     experiments: tuple[tuple[Experiment, float], ...] = ()
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()
     certificate: tuple[tuple[Experiment, float], ...] = ()
+    found: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -104,6 +106,8 @@ class Misfit:
             out["uops"] = [{"ports": list(ps), "count": n} for ps, n in self.uops]
         if self.certificate:
             out["certificate"] = [{"experiment": exp_json(e), "measured": t} for e, t in self.certificate]
+        if self.found:
+            out["found"] = [{"ports": list(ps), "count": n} for ps, n in self.found]
         return out
 
     @classmethod
@@ -111,7 +115,8 @@ class Misfit:
         return cls(d["category"], d["reason"],
                    tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("experiments", [])),
                    tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("uops", [])),
-                   tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("certificate", [])))
+                   tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("certificate", [])),
+                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("found", [])))
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ class Explanation:
     source: str = field(default="characterised", compare=False)  # "blocking", "equivalent", "characterised",
     # "derived blocking" (characterised, then a blocking instruction of the second pass)
     confidence: float | None = field(default=None, compare=False)  # 0..1, without a µop counter
+    # blocked sets the front end kept the full check from loading: a µop across one stays unseen
+    unchecked: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
 
     def key(self) -> tuple:
         """What the majority vote compares: the port usage, or the misfit category."""
@@ -147,6 +154,8 @@ class Explanation:
                            for ps, n in self.uops]
         if self.others:
             out["others"] = [w.to_json() for w in self.others]
+        if self.unchecked:
+            out["unchecked"] = [list(q) for q in self.unchecked]
         return out
 
     @classmethod
@@ -156,7 +165,8 @@ class Explanation:
                for u in d.get("uops", [])}
         return cls(uops, wit, tuple(Witness.from_json(w) for w in d.get("others", [])),
                    Misfit.from_json(d["misfit"]) if d.get("misfit") else None, d.get("counted_uops"),
-                   d.get("source", "characterised"), d.get("confidence"))
+                   d.get("source", "characterised"), d.get("confidence"),
+                   tuple(tuple(q) for q in d.get("unchecked", ())))
 
 
 def uop_key(ports: tuple[str, ...] | frozenset[str]) -> str:

@@ -1,0 +1,85 @@
+"""A prediction for every scheme (issue 39): the inferred port mapping, and for each misfit the
+model that best reproduces what was measured about it (:mod:`pmsolve.modelled` defines the kinds).
+
+A misfit is evidence that no µops on the blocked ports explain a scheme; a user still needs a
+number for it. Its candidates, each judged on every measured experiment with it whose other
+schemes the mapping predicts (the singleton included; the characterisation measured a few dozen
+per scheme):
+
+* ``ports + cost`` — the µops the characterisation found on the blocked ports (whatever
+  rejected them) and its measured time alone on a resource of its own;
+* ``cost`` — its measured time alone on a resource of its own and nothing else.
+
+The candidate that predicts more of those experiments within 5 % is taken (ties: the smaller
+mean error); its share within 5 % is its confidence, and both counts are kept as evidence. A
+scheme that could not be measured alone gets no prediction: it is listed with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from pmsolve.infer.explain.witnesses import Explanation
+from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.modelled import ModelledMapping, SchemeModel, with_models
+
+#: a prediction within this relative error counts as reproducing an experiment
+WITHIN = 0.05
+
+
+def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation], single: Mapping[str, Any],
+             measured: Mapping[Experiment, float], r_max: float | None) -> tuple[ModelledMapping, dict[str, str]]:
+    """The modelled mapping of every scheme, and the schemes left without a prediction (→ why)."""
+    models: dict[str, SchemeModel] = {}
+    none: dict[str, str] = {}
+    mapped = set(mapping.uops) if mapping is not None else set()
+    for i, x in explanations.items():
+        if i in mapped:
+            models[i] = SchemeModel("unit" if x.source == "unit" else "mapped", x.confidence)
+    with_i: dict[str, list[tuple[Experiment, float]]] = {}
+    for e, t in measured.items():
+        if t == t and t > 0:
+            for i in e:
+                with_i.setdefault(i, []).append((e, t))
+    for i, x in sorted(explanations.items()):
+        if i in mapped:
+            continue
+        t = (single.get(i) or {}).get("tp")
+        if t is None or not (t == t and t > 0):
+            none[i] = x.misfit.reason if x.misfit is not None else "no µops and no measurement alone"
+            continue
+        cost = Fraction(t).limit_denominator(1000)
+        found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
+        ports = set(mapping.ports) if mapping is not None else set()
+        uops = [(frozenset(ps), n) for ps, n in found if set(ps) <= ports]
+        exps = [(e, v) for e, v in with_i.get(i, []) if all(n == i or n in mapped for n in e)]
+        if not any(e == Experiment({i: 1}) for e, _ in exps):
+            exps.append((Experiment({i: 1}), t))
+        cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
+        scored = []
+        for kind, us in cands:
+            trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us))})
+            pred = trial.evaluate_many([e for e, _ in exps], r_max)
+            err = np.abs(pred - np.array([v for _, v in exps])) / np.array([v for _, v in exps])
+            scored.append((int(np.sum(err <= WITHIN)), -float(np.mean(err)), kind, us))
+        hits, neg_err, kind, us = max(scored, key=lambda s: (s[0], s[1], s[2] == "ports + cost"))
+        why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
+        models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us))
+    return with_models(mapping, models), none
+
+
+def kind_summary(model: ModelledMapping, none: Mapping[str, str]) -> dict[str, Any]:
+    """Counts per kind, the share of schemes with a prediction, and those without."""
+    counts = model.kind_counts()
+    total = len(model.schemes) + len(none)
+    return {"kinds": counts, "predicted": len(model.schemes), "schemes": total,
+            "share": len(model.schemes) / total if total else 1.0,
+            "unpredicted": dict(sorted(none.items()))}
+
+
+def _canon(uops: list[tuple[frozenset[str], int]]) -> tuple[tuple[tuple[str, ...], int], ...]:
+    return tuple(sorted((tuple(sort_ports(q)), n) for q, n in uops))

@@ -1,0 +1,254 @@
+"""A port mapping that predicts every scheme it was asked about, and says how (issue 39).
+
+The counter-free inference maps most schemes and leaves the rest as misfits with the experiments
+that show why; a user still needs a number for them. A :class:`ModelledMapping` is the port
+mapping plus, per scheme, a :class:`SchemeModel` with its *kind* and a *confidence*:
+
+* ``mapped`` — µops on ports, each witnessed by experiments;
+* ``unit`` — µops on ports and cycles on a unit, an extra one-port resource that schemes slower
+  alone than their ports by whole cycles share (a divider): still a port mapping;
+* ``ports + cost`` — the µops found on ports, and the scheme's measured time alone as a
+  resource of its own (slower alone than its ports allow and no shared unit found: microcode,
+  an unpipelined unit, a chain through its copies);
+* ``cost`` — no µops that reproduce its experiments: its measured time alone as a resource of
+  its own, the last resort (a bound: the scheme takes at least that long in any mix).
+
+A resource of one scheme's own serves that scheme alone for ``cost`` cycles per copy, so it adds
+the constraint tp⁻¹ ≥ n·cost to the port bound (Thm 5.2) and the front-end limit:
+
+    tp⁻¹(e) = max(port bound of the µops in e, |e| / R_max, max over such schemes i of n_i·cost_i)
+
+which is exactly the bottleneck formula with one extra private port per such scheme (kept out of
+the port bitmasks, which a thousand private ports would not fit). ``confidence`` is in [0, 1]:
+for mapped schemes the margin of the estimates that placed their µops, for the others the share
+of their measured experiments the model predicts within 5 %. The file form is a pmsolve mapping
+with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one is all ``mapped``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.formats import _read_json, mapping_from_json, mapping_to_json
+from pmsolve.formula import RMax, bottleneck, check_r_max
+from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.throughput import evaluate_many
+
+KINDS = {
+    "mapped": "µops on ports, each witnessed by experiments",
+    "unit": "µops on ports and cycles of a unit (an extra one-port resource shared by slow schemes)",
+    "ports + cost": "the µops found on ports, and its measured time alone on a resource of its own",
+    "cost": "its measured time alone on a resource of its own (a bound: no µops reproduce its experiments)",
+}
+#: kinds whose prediction is a port mapping and nothing else
+PORT_KINDS = ("mapped", "unit")
+
+
+@dataclass(frozen=True)
+class SchemeModel:
+    """How one scheme is predicted. ``cost``: cycles per copy on a resource of its own (None
+    for the port kinds); ``evidence``: (experiments predicted within 5 %, experiments measured)."""
+
+    kind: str
+    confidence: float | None = None
+    cost: Fraction | None = None
+    why: str = ""
+    evidence: tuple[int, int] | None = None
+    uops: tuple[tuple[tuple[str, ...], int], ...] = ()    # of a "ports + cost" scheme
+
+    def __post_init__(self) -> None:
+        if bool(self.uops) != (self.kind == "ports + cost"):
+            raise FormatError(f"a {self.kind!r} scheme model {'needs' if self.kind == 'ports + cost' else 'takes no'} "
+                              "µops of its own")
+        if self.kind not in KINDS:
+            raise FormatError(f"unknown scheme model kind {self.kind!r} (kinds: {', '.join(KINDS)})")
+        if (self.cost is None) != (self.kind in PORT_KINDS):
+            raise FormatError(f"a {self.kind!r} scheme model {'has no' if self.cost is None else 'takes no'} cost")
+        if self.cost is not None and not self.cost > 0:
+            raise FormatError(f"a scheme model's cost must be positive, got {self.cost}")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.confidence is not None:
+            out["confidence"] = round(self.confidence, 3)
+        if self.cost is not None:
+            out["cost"] = float(self.cost)
+        if self.why:
+            out["why"] = self.why
+        if self.evidence is not None:
+            out["evidence"] = list(self.evidence)
+        if self.uops:
+            out["uops"] = [{"ports": list(ps), "count": n} for ps, n in self.uops]
+        return out
+
+    @classmethod
+    def from_json(cls, d: Any, name: str) -> "SchemeModel":
+        if not isinstance(d, dict) or not isinstance(d.get("kind"), str):
+            raise FormatError(f"models: {name!r} needs an object with a 'kind'")
+        cost = d.get("cost")
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+            raise FormatError(f"models: {name!r}: cost must be a number of cycles, got {cost!r}")
+        conf = d.get("confidence")
+        if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1):
+            raise FormatError(f"models: {name!r}: confidence must be a number in [0, 1], got {conf!r}")
+        ev = d.get("evidence")
+        evidence = tuple(int(x) for x in ev) if isinstance(ev, list) and len(ev) == 2 else None
+        try:
+            uops = tuple((tuple(str(p) for p in u["ports"]), int(u["count"])) for u in d.get("uops", []))
+        except (TypeError, KeyError, ValueError):
+            raise FormatError(f"models: {name!r}: uops must be a list of {{'ports': [...], 'count': n}}") from None
+        return cls(d["kind"], conf, None if cost is None else Fraction(cost).limit_denominator(10_000),
+                   str(d.get("why", "")), evidence, uops)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What limits an experiment under a modelled mapping: ``ports`` (the bottleneck ports of
+    Thm 3.14), the front end, or ``cost_of`` a scheme's own resource."""
+
+    inverse_throughput: Fraction
+    ports: frozenset[str] = frozenset()
+    frontend_bound: bool = False
+    cost_of: str | None = None
+
+    def describe(self) -> str:
+        if self.frontend_bound:
+            return "front end (R_max)"
+        if self.cost_of is not None:
+            return f"{self.cost_of} alone (modelled cost)"
+        return "{" + ",".join(sort_ports(self.ports)) + "}"
+
+
+@dataclass(frozen=True)
+class ModelledMapping:
+    """The port mapping of the mapped schemes (``mapped``, ``unit``) and a model for every scheme;
+    the µops of ``ports + cost`` schemes live in their models, so that the mapping read alone
+    (by any tool that reads pmsolve mappings) holds only what was mapped."""
+
+    mapping: PortMapping | None          # None: no scheme is mapped
+    schemes: Mapping[str, SchemeModel] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        models = dict(self.schemes)
+        mapped = self.mapping.uops if self.mapping is not None else {}
+        for i in mapped:
+            models.setdefault(i, SchemeModel("mapped"))
+        for i, m in models.items():
+            if (m.kind in PORT_KINDS) != (i in mapped):
+                raise FormatError(f"models: {i!r} is {m.kind!r} but the mapping {'lacks' if i not in mapped else 'maps'} it")
+        object.__setattr__(self, "schemes", dict(sorted(models.items())))
+        extra = {i: [(frozenset(ps), n) for ps, n in m.uops] for i, m in models.items() if m.uops}
+        ports = list(self.mapping.ports) if self.mapping is not None else sorted(
+            {p for us in extra.values() for ps, _ in us for p in ps})
+        combined = PortMapping(ports, {**mapped, **extra}) if (mapped or extra) else None
+        object.__setattr__(self, "_combined", combined)
+
+    @property
+    def on_ports(self) -> Mapping[str, Any]:
+        """The schemes with µops on ports (mapped and ``ports + cost``), and their µops."""
+        return self._combined.uops if self._combined is not None else {}
+
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        return tuple(self.schemes)
+
+    def kind_counts(self) -> dict[str, int]:
+        out = {k: 0 for k in KINDS}
+        for m in self.schemes.values():
+            out[m.kind] += 1
+        return out
+
+    def _check(self, e: Experiment) -> None:
+        unknown = [i for i in e if i not in self.schemes]
+        if unknown:
+            raise UnknownNameError(f"unknown instruction(s) {unknown[:5]} in experiment {e}")
+
+    def _port_part(self, e: Experiment) -> Experiment | None:
+        counts = {i: n for i, n in e.items() if i in self.on_ports}
+        return Experiment(counts) if counts else None
+
+    def _costs(self, e: Experiment) -> list[tuple[Fraction, str]]:
+        return [(n * self.schemes[i].cost, i) for i, n in e.items() if self.schemes[i].cost is not None]
+
+    def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
+        """Exact tp⁻¹ (see the module docstring)."""
+        return self.bottleneck(e, r_max).inverse_throughput
+
+    def bottleneck(self, e: Experiment, r_max: RMax = None) -> "Limit":
+        """tp⁻¹ and what limits it: ports, the front end, or one scheme's own resource."""
+        self._check(e)
+        r = check_r_max(r_max)
+        best = Limit(Fraction(0))
+        part = self._port_part(e)
+        if part is not None:
+            b = bottleneck(self._combined, part)
+            best = Limit(b.inverse_throughput, b.ports)
+        for c, i in self._costs(e):
+            if c > best.inverse_throughput:
+                best = Limit(c, cost_of=i)
+        if r is not None and Fraction(e.size) / r > best.inverse_throughput:
+            best = Limit(Fraction(e.size) / r, frontend_bound=True)
+        return best
+
+    def is_port_mapping_of(self, e: Experiment) -> bool:
+        """Does the port mapping alone predict ``e`` (every scheme in it mapped)?"""
+        return self.mapping is not None and all(i in self.mapping.uops for i in e)
+
+    def evaluate_many(self, experiments: Sequence[Experiment], r_max: RMax = None) -> np.ndarray:
+        """tp⁻¹ of many experiments (float64), vectorised over the port part."""
+        exps = list(experiments)
+        for e in exps:
+            self._check(e)
+        out = np.zeros(len(exps))
+        parts = [(j, p) for j, e in enumerate(exps) if (p := self._port_part(e)) is not None]
+        if parts:
+            out[[j for j, _ in parts]] = evaluate_many(self._combined, [p for _, p in parts])
+        for j, e in enumerate(exps):
+            costs = self._costs(e)
+            if costs:
+                out[j] = max(out[j], float(max(c for c, _ in costs)))
+        if r_max is not None:
+            r = float(check_r_max(r_max))
+            out = np.maximum(out, np.array([e.size / r for e in exps]))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        doc = mapping_to_json(self.mapping) if self.mapping is not None else {
+            "format": "pmsolve.mapping", "version": 1, "ports": [], "instructions": {}}
+        doc["models"] = {i: m.to_json() for i, m in self.schemes.items()}
+        return doc
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "") -> "ModelledMapping":
+        models = data.get("models") if isinstance(data, dict) else None
+        if isinstance(data, dict) and not data.get("instructions") and models:
+            mapping = None
+        else:
+            mapping = mapping_from_json(data, source)
+        if models is None:
+            return cls(mapping)
+        if not isinstance(models, dict):
+            raise FormatError(f"{source}: 'models' must be an object of scheme -> model")
+        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()})
+
+
+def load_model(path: str | Path) -> ModelledMapping:
+    """A mapping file as a :class:`ModelledMapping` (every scheme ``mapped`` without ``models``)."""
+    data = _read_json(path)
+    try:
+        return ModelledMapping.from_json(data, str(path))
+    except FormatError as exc:
+        msg = str(exc)
+        raise FormatError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+
+
+def with_models(mapping: PortMapping | None, models: Mapping[str, SchemeModel]) -> ModelledMapping:
+    """The mapping's schemes as ``mapped`` (unless ``models`` says more), and the models."""
+    return ModelledMapping(mapping, dict(models))
