@@ -121,7 +121,12 @@ def _doc() -> dict:
                                      "modelled": 2.0}]},
                         {"scheme": "y", "tp": 1.0, "confidence": 0.8,
                          "uops": [{"ports": ["2"], "count": 1, "witnesses": []}]}],
-            "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": []}]},
+            "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": [],
+                                               "prediction": {"kind": "ports + cost", "confidence": 0.9, "cost": 4.5,
+                                                              "evidence": [9, 10],
+                                                              "uops": [{"ports": ["0<>"], "count": 1}]}}]},
+            "predictions": {"kinds": {"mapped": 2, "unit": 0, "ports + cost": 1, "cost": 0}, "predicted": 3,
+                            "schemes": 4, "share": 0.75, "unpredicted": {"bad<x>": "its kernel faults"}},
             "singles": {"y": 1.0}, "singles_reference": {"source": "a table", "values": {"y": 1.0}},
             "seconds": {"total": 12.0}, "notes": ["n<1>"],
             "misses": {"margin": 0.05, "count": 3, "localised": 2, "cores": [
@@ -145,6 +150,33 @@ def test_report_page_is_escaped_and_complete():
     assert "2 experiment(s)" in page     # the µop's witness and the check
     assert dom.rows.get("miss") == 2 and "fma&lt;z&gt;, st, y×2" in page and "1.730" in page
     assert "part <code>ld&lt;z&gt;</code> 1.000<br>part <code>ld</code> 0.500" in page
+    # what each scheme is predicted with: the kinds, the misfit's model, those without a prediction
+    assert dom.rows.get("kind") == 4 and "3 of 4 schemes (75.0 %)" in page
+    assert "predicted as <b class='prediction'>ports + cost</b> with µops 1×[0&lt;&gt;], 4.500 cycles alone" in page
+    assert "9 of 10 measured experiments within 5 %" in page and "<code>bad&lt;x&gt;</code>: its kernel faults" in page
+
+
+def test_held_out_mixes_with_a_modelled_scheme_are_scored_on_their_own():
+    """Held-out experiments are drawn from every scheme, misfits too (issue 39); those whose
+    prediction needs a modelled scheme are scored on a line of their own, and the ones drawn from
+    PMEvo's sample apart from those drawn from the whole profile."""
+    from fractions import Fraction
+
+    from pmsolve.modelled import SchemeModel, with_models
+    model = with_models(PortMapping(["0", "1"], {"a": [(frozenset({"0"}), 1)], "b": [(frozenset({"1"}), 1)]}),
+                        {"div": SchemeModel("cost", 1.0, Fraction(4))})
+    held = [Experiment({"a": 2, "b": 1}), Experiment({"a": 1, "div": 1}), Experiment({"b": 3, "div": 2}),
+            Experiment({"a": 1, "b": 2})]
+    measured = [2.0, 4.0, 8.4, 2.0]
+    preds = {"pmsolve (explain)": _covered(model, held, None), "mapping only": _covered(model.mapping, held, None)}
+    assert preds["pmsolve (explain)"] == [2.0, 4.0, 8.0, 2.0] and preds["mapping only"] == [2.0, None, None, 2.0]
+    rep = HostReport("test machine", JobConfig(held_out=3), None, model.mapping, None, None, {}, held, measured,
+                     preds, [], {"total": 1.0}, model=model, drawn=3)
+    parts = {p["subset"]: p for p in rep.accuracy()["subsets"]}
+    assert parts["drawn from the whole profile"]["experiments"] == 3
+    assert parts["mapped schemes only"]["experiments"] == 2 and parts["with a modelled scheme"]["experiments"] == 2
+    mine = {p["name"]: p for p in parts["with a modelled scheme"]["predictors"]}
+    assert mine["pmsolve (explain)"]["covered"] == 2 and mine["mapping only"]["covered"] == 0
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")

@@ -39,7 +39,7 @@ per cycle otherwise (`add [m64], r64` 0.50 cycles packed, 1.00 with every slot o
 own as this harness had it; a plain store 0.50 either way when all copies hit one address). The
 independent figures agree with packed: uops.info and InstLatX64 measure neighbouring addresses,
 and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over many lines are
-slower than any port mapping of this layout says (``docs/harness.md`` has the probe figures).
+slower than any port mapping of this layout says (``docs/memory-layout.md`` has the probe figures).
 Read-only operands keep slots 64 bytes apart in the lower half (few are needed: all copies of a
 load read one address), so a load never shares its low 12 address bits with a store.
 """

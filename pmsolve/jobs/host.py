@@ -500,7 +500,7 @@ def render(report: HostReport) -> str:
             line += (f"  {vs['covered']:>7} {_pct((vs['this'] or {}).get('mape'))} "
                      f"{_pct((vs['first'] or {}).get('mape'))}")
         lines.append(line)
-    for part in acc.get("subsets", []):
+    for part in (p for p in acc.get("subsets", []) if p["experiments"]):
         lines.append(f"  {part['subset']}: {part['experiments']} experiment(s): "
                      + "; ".join(f"{p['name']} {p['covered']} covered, MAPE {_pct((p['own'] or {}).get('mape')).strip()}, "
                                  f"τ-b .01 {_fmt((p['own'] or {}).get('kendall_tau_b_resolved'), 5).strip()}"

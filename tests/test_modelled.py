@@ -1,0 +1,132 @@
+"""A prediction for every scheme (issue 39): the modelled mapping's formula is the bottleneck formula
+with one private port per modelled scheme, its file form round-trips and refuses bad input, the
+inference writes one, and the command line uses it."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pmsolve.cli import main
+from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.infer.explain import ExplainOptions, infer
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import ModelledMapping, SchemeModel, load_model, with_models
+from pmsolve.throughput import inverse_throughput
+
+PORTS = ["0", "1", "2", "3"]
+SETS = [frozenset(s) for s in (("0",), ("1",), ("0", "1"), ("2", "3"), ("0", "1", "2", "3"))]
+
+
+@st.composite
+def modelled(draw):
+    """A port mapping of 1-3 mapped schemes and 1-3 modelled ones (cost, or µops and a cost)."""
+    table = {f"m{j}": [(s, draw(st.integers(1, 3))) for s in draw(st.lists(st.sampled_from(SETS), min_size=1,
+                                                                           max_size=2, unique=True))]
+             for j in range(draw(st.integers(1, 3)))}
+    models = {}
+    for j in range(draw(st.integers(1, 3))):
+        cost = Fraction(draw(st.integers(1, 12)), draw(st.integers(1, 4)))
+        if draw(st.booleans()):
+            uops = tuple((tuple(sorted(s)), n) for s, n in
+                         [(draw(st.sampled_from(SETS)), draw(st.integers(1, 2)))])
+            models[f"x{j}"] = SchemeModel("ports + cost", None, cost, uops=uops)
+        else:
+            models[f"x{j}"] = SchemeModel("cost", None, cost)
+    names = list(table) + list(models)
+    e = Experiment({n: draw(st.integers(0, 3)) for n in names} | {names[0]: draw(st.integers(1, 3))})
+    r_max = draw(st.sampled_from([None, 2, 4]))
+    return with_models(PortMapping(PORTS, table), models), e, r_max
+
+
+def private_ports(model: ModelledMapping) -> PortMapping:
+    """The same model as a plain port mapping: each modelled scheme gets a resource of its own,
+    q private ports that only it uses with p µops on them for a cost of p/q cycles."""
+    table = dict(model.on_ports)
+    ports = list(model.mapping.ports)
+    for i, m in model.schemes.items():
+        if m.cost is not None:
+            own = [f"{i}_own{k}" for k in range(m.cost.denominator)]
+            ports += own
+            table[i] = list(table.get(i, [])) + [(frozenset(own), m.cost.numerator)]
+    return PortMapping(ports, table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(modelled())
+def test_a_cost_is_a_private_port_and_the_batch_agrees(case):
+    model, e, r_max = case
+    exact = model.inverse_throughput(e, r_max)
+    assert exact == inverse_throughput(private_ports(model), e, r_max=r_max)
+    assert float(exact) == pytest.approx(float(model.evaluate_many([e], r_max)[0]), rel=1e-12)
+
+
+def test_the_file_form_round_trips_and_keeps_modelled_uops_out_of_the_mapping(tmp_path):
+    model = with_models(PortMapping(PORTS, {"add": [(frozenset({"0", "1"}), 1)]}),
+                        {"div": SchemeModel("cost", 0.9, Fraction(9, 2), "slow", (9, 10)),
+                         "rmw": SchemeModel("ports + cost", 0.7, Fraction(1), uops=((("2", "3"), 2),))})
+    doc = model.to_json()
+    assert set(doc["instructions"]) == {"add"}          # a plain mapping reader sees what was mapped
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    assert load_model(path) == model
+    assert model.inverse_throughput(Experiment({"add": 1, "rmw": 3})) == 3      # 3 × cost 1
+    assert model.bottleneck(Experiment({"add": 2, "div": 1})).cost_of == "div"
+    with pytest.raises(UnknownNameError, match="nosuch"):
+        model.inverse_throughput(Experiment({"nosuch": 1}))
+
+
+@pytest.mark.parametrize("models,match", [
+    ({"div": {"kind": "guess"}}, "unknown scheme model kind"),
+    ({"div": {"kind": "cost"}}, "has no cost"),
+    ({"div": {"kind": "cost", "cost": -1}}, "must be positive"),
+    ({"div": {"kind": "cost", "cost": "slow"}}, "cost must be a number"),
+    ({"div": {"kind": "cost", "cost": 1, "confidence": 2}}, "confidence must be"),
+    ({"div": {"kind": "ports + cost", "cost": 1}}, "needs µops"),
+    ({"add": {"kind": "cost", "cost": 1}}, "maps it"),
+    ({"div": {"kind": "mapped"}}, "lacks it"),
+    ([1], "'models' must be an object"),
+])
+def test_a_bad_models_section_is_refused_in_one_line(tmp_path, models, match):
+    doc = {"format": "pmsolve.mapping", "version": 1, "ports": ["0"],
+           "instructions": {"add": [{"ports": ["0"], "count": 1}]}, "models": models}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=match):
+        load_model(path)
+
+
+class _SlowDivider(SimulatedOracle):
+    """A port machine plus ``div``: one µop on port 0 that keeps an unpipelined unit of its own
+    busy 4.5 cycles (not a whole number: no unit of the units stage), so alone and in every mix
+    it takes at least 4.5 cycles per copy."""
+
+    def measure(self, experiments):
+        values = super().measure(experiments)
+        return [max(t, 4.5 * dict(e.items()).get("div", 0)) for e, t in zip(experiments, values)]
+
+
+def test_a_misfit_gets_a_prediction_that_the_command_line_uses(tmp_path, capsys):
+    ports = [str(p) for p in range(4)]
+    truth = PortMapping(ports, {"a": [(frozenset({"0", "1"}), 1)], "b": [(frozenset({"2", "3"}), 1)],
+                                "c": [(frozenset({"0"}), 1)], "x": [(frozenset({"0", "1"}), 1), (frozenset({"2", "3"}), 1)],
+                                "div": [(frozenset({"0"}), 1)]})
+    res = infer(_SlowDivider(truth, r_max=4), ExplainOptions())
+    assert res.explanations["div"].misfit is not None and res.model is not None
+    div = res.model.schemes["div"]
+    assert div.kind in ("cost", "ports + cost") and div.cost == Fraction(9, 2) and div.confidence == 1.0
+    # every held-out mix with it is predicted right, as the measurements say
+    mixes = [Experiment({"div": 1, "a": 4}), Experiment({"div": 2, "x": 1, "b": 3})]
+    assert list(res.model.evaluate_many(mixes, 4)) == pytest.approx(_SlowDivider(truth, r_max=4).measure(mixes))
+    out = tmp_path / "m.json"
+    res.save(out)
+    assert main(["throughput", "-m", str(out), "-e", "div:2,a:1", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["cycles"] == 9 and row["cost_of"] == "div" and row["kinds"]["div"] == div.kind
+    assert main(["explain", str(out), "div"]) == 0
+    assert f"predicted as: {div.kind}" in capsys.readouterr().out
