@@ -10,9 +10,9 @@ import pytest
 
 from pmsolve.cli import main
 from pmsolve.isa import load_catalogue
-from pmsolve.jobs.host import _per_copy, block_of
+from pmsolve.jobs.host import _per_copy, block_of, tool_predictions
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.predictors.osaca_export import (FE_PORT, Form, check_osaca_model, export_osaca,
+from pmsolve.predictors.osaca_export import (FE_PORT, LABEL, Form, check_osaca_model, export_osaca,
                                              exported_predictor, osaca_form, write_osaca_model)
 from pmsolve.throughput import inverse_throughput
 
@@ -154,6 +154,19 @@ def test_osaca_with_the_model_equals_the_exact_bottleneck(tmp_path):
     want = [float(inverse_throughput(SMALL, Experiment(k), r_max=R_MAX)) for k in KERNELS]
     assert want[1] == pytest.approx(8 / 6) and want[3] == pytest.approx(4.0)
     assert got == pytest.approx(want, rel=0.005)     # OSACA rounds port sums to 0.01 cycles
+
+
+@needs_osaca
+def test_the_main_jobs_row(tmp_path):
+    held = [Experiment(k) for k in KERNELS]
+    notes: list[str] = []
+    own = {"mapping": SMALL, "path": tmp_path / "model.yml", "r_max": R_MAX, "units": ["U1"]}
+    from pmsolve.predictors.base import ModelChoice
+
+    none = ModelChoice("llvm-mca", None, None, False, "test"), ModelChoice("OSACA", None, None, False, "test")
+    out = tool_predictions(CAT, held, none, notes, own)
+    assert list(out) == [LABEL] and all(v is not None for v in out[LABEL])
+    assert any(n.startswith(LABEL) for n in notes)
 
 
 # --------------------------------------------------------------------------- the command
