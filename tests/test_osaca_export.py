@@ -205,3 +205,26 @@ def test_a_model_file_is_a_predictor_spec_and_pseudo_prefixes_are_read(tmp_path)
     finally:
         p.close()
         zen3.close()
+
+
+def test_the_cpu_an_explained_mapping_names():
+    from pmsolve.harness.cpu import microarchitecture_named_in
+
+    text = "hardware oracle (host, AMD Zen 3 (family 0x19 model 0x01), 2 vCPUs, 145 schemes) via store.sqlite"
+    assert microarchitecture_named_in(text).key == "zen3"          # not "AMD Zen", a prefix of it
+    assert microarchitecture_named_in("simulated oracle (12 instructions, 10 ports)") is None
+
+
+@needs_osaca
+def test_export_takes_latencies_from_the_mapping_s_cpu(tmp_path, capsys):
+    from pmsolve.formats import mapping_to_json
+
+    doc = mapping_to_json(SMALL)
+    doc["explanation"] = {"format": "pmsolve.explanation", "version": 1, "r_max": R_MAX, "schemes": {},
+                          "units": [{"port": "U1", "members": ["vdivpd_ymm_ymm_ymm"]}],
+                          "oracle": "hardware oracle (h, AMD Zen 3 (family 0x19 model 0x01), 2 vCPUs, 13 schemes)"}
+    src = tmp_path / "explained.json"
+    src.write_text(json.dumps(doc))
+    assert main(["export", str(src), "--to", "osaca", "-o", str(tmp_path / "m.yml"), "--no-check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["latency_from"] == "ZEN3" and out["latencies"] > 0 and out["r_max"] == R_MAX and out["units"] == ["U1"]

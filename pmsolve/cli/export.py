@@ -11,7 +11,7 @@ from pmsolve.cli.flags import POSITIVE, add_json_argument, add_quiet_argument, o
 from pmsolve.cli.output import emit_json, say
 from pmsolve.errors import ValidationError
 from pmsolve.formats import load_mapping, parse_json_text, read_text_file
-from pmsolve.harness.cpu import MICROARCHITECTURES, Microarchitecture
+from pmsolve.harness.cpu import microarchitecture_named_in
 from pmsolve.predictors.osaca import available_models, model_for
 from pmsolve.predictors.osaca_export import check_osaca_model, export_osaca, write_osaca_model
 
@@ -55,14 +55,6 @@ def explanation_of(path: str) -> dict[str, Any]:
         return {}
     ex = data.get("explanation") if isinstance(data, dict) else None
     return ex if isinstance(ex, dict) else {}
-
-
-def measured_on(explanation: dict[str, Any]) -> Microarchitecture | None:
-    """The microarchitecture an explained mapping was measured on, from its oracle's description
-    (``hardware oracle (host, AMD Zen 3 (family 0x19 model 0x01), 2 vCPUs, ...)``)."""
-    text = str(explanation.get("oracle", ""))
-    hits = [m for m in MICROARCHITECTURES.values() if f"{m.name} (family 0x" in text]
-    return max(hits, key=lambda m: len(m.name)) if hits else None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -116,7 +108,7 @@ def _latency_model(choice: str, ex: dict[str, Any], progress) -> str | None:
             raise ValidationError(f"--latency-from {choice}: OSACA has no such model (installed: "
                                   f"{', '.join(sorted(available_models())) or 'none, OSACA is not installed'})")
         return choice.upper()
-    uarch = measured_on(ex)
+    uarch = microarchitecture_named_in(str(ex.get("oracle", "")))
     if uarch is None:
         progress("no latencies: the file does not say which CPU it was measured on (give --latency-from ARCH)")
         return None

@@ -7,13 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
-from pmsolve.cli.export import explanation_of, measured_on
 from pmsolve.cli.flags import POSITIVE_INT, add_json_argument, add_quiet_argument, number, oracle_spec, output_file
 from pmsolve.cli.output import emit_json, say, strict_json
 from pmsolve.errors import ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.harness.oracle import open_oracle
-from pmsolve.jobs.llvm_report import llvm_report, load_explained, remeasure
+from pmsolve.harness.cpu import microarchitecture_named_in
+from pmsolve.jobs.llvm_report import llvm_report, read_explained_mapping, remeasure
 from pmsolve.predictors.llvm_mca import model_for
 
 
@@ -52,11 +52,10 @@ def cmd_llvm_report(args: argparse.Namespace) -> int:
         for suffix in (".txt", ".json"):
             output_file(str(base) + suffix, "report")
     progress = (lambda m: None) if args.quiet else say
-    mapping, explanations = load_explained(args.mapping)
-    ex = explanation_of(args.mapping)
+    mapping, explanations, ex = read_explained_mapping(args.mapping)
     mcpu = args.mcpu
     if mcpu is None:
-        uarch = measured_on(ex)
+        uarch = microarchitecture_named_in(str(ex.get("oracle", "")))
         choice = model_for(uarch)
         if choice.model is None:
             raise ValidationError(f"give --mcpu: {choice.why}" if uarch else

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -43,7 +43,7 @@ from pmsolve.formats import load_mapping, parse_json_text, read_text_file
 from pmsolve.infer.explain.witnesses import Explanation, Witness, exp_json
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.jobs.host import block_of
-from pmsolve.model import Experiment, PortMapping
+from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, block_details
 
 LABELS = {"slower": "llvm-mca predicts the scheme alone slower than measured",
@@ -235,8 +235,9 @@ def _close(a: float | None, b: float | None, tol: float) -> bool:
 
 # ----------------------------------------------------------------------------- building it
 
-def load_explained(path: str | Path) -> tuple[PortMapping, dict[str, Explanation]]:
-    """The mapping and its explanations from a file written by ``pmsolve infer -o``."""
+def read_explained_mapping(path: str | Path) -> tuple[PortMapping, dict[str, Explanation], dict[str, Any]]:
+    """The mapping, its explanations per scheme and the rest of the explanation (``r_max``,
+    ``oracle``, ...) from a file written by ``pmsolve infer -o``."""
     import warnings
 
     data = parse_json_text(read_text_file(path, "mapping file"), str(path))
@@ -251,7 +252,7 @@ def load_explained(path: str | Path) -> tuple[PortMapping, dict[str, Explanation
         schemes = {k: Explanation.from_json(v) for k, v in ex["schemes"].items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise FormatError(f"{path}: malformed explanation ({type(exc).__name__}: {exc})") from None
-    return mapping, schemes
+    return mapping, schemes, {k: v for k, v in ex.items() if k != "schemes"}
 
 
 def llvm_report(mapping: PortMapping, explanations: dict[str, Explanation], mcpu: str, *,
@@ -335,8 +336,6 @@ def _dispatch_bound(d: dict | None) -> bool:
 
 
 def mapping_uops(mapping: PortMapping, s: str) -> list[tuple[tuple[str, ...], int]]:
-    from pmsolve.model import sort_ports
-
     return [(tuple(sort_ports(u.ports)), u.count) for u in mapping.uops_of(s)]
 
 
@@ -450,7 +449,6 @@ def remeasure(report: LlvmReport, oracle: Any, spec: str, say: Callable[[str], N
 def _again(e: Evidence, got: dict[Experiment, float]) -> Evidence:
     def ok(x: float | None) -> float | None:
         return x if x is not None and not math.isnan(x) else None
-    from dataclasses import replace
 
     return replace(e, remeasured=ok(got.get(e.experiment)),
                    remeasured_baseline=ok(got.get(e.baseline)) if e.baseline is not None else None)
