@@ -18,6 +18,10 @@ disagrees on
 Only measurements the mapping reproduces (modelled within ``tolerance``) are evidence: they are
 where the measured mapping and llvm-mca really disagree, not noise in either.
 
+A witness where llvm-mca's answer is its dispatch limit (µops / dispatch width) and slower than
+measured is evidence of a third kind, **dispatch**; those findings form one family, as they have
+one cause whatever the scheme.
+
 Schemes that disagree the same way are grouped as AnICA generalises (dissertation sec. 8.2,
 Alg. 8.2): from the most specific abstract instruction of a scheme (mnemonic, category, ISA
 extension, µop count, memory use, operand kinds: :mod:`pmsolve.anica.domain`), one expansion
@@ -309,7 +313,7 @@ def llvm_report(mapping: PortMapping, explanations: dict[str, Explanation], mcpu
     width = next((d["dispatch_width"] for d in details.values() if d), None)
     findings, agreeing = [], 0
     for s, single in singles.items():
-        ports = [e for e in missed[s] if not _dispatch_bound(details.get(e.experiment))]
+        ports = [e for e in missed[s] if not (e.miss() > 0 and _dispatch_bound(details.get(e.experiment)))]
         if s not in right:
             label = "slower" if single.llvm > single.measured else "faster"
         elif ports:
@@ -325,13 +329,19 @@ def llvm_report(mapping: PortMapping, explanations: dict[str, Explanation], mcpu
                                 [single] + (missed[s] if label == "dispatch" else ports),
                                 {r: round(v / factor, 3) for r, v in d["resources"].items()} if d else None,
                                 d["uops"] / factor if d else None))
-    groups = group_findings(cat, mapping, list(singles), {f.scheme: f for f in findings})
+    groups = group_findings(cat, mapping, list(singles), {f.scheme: f for f in findings if f.label != "dispatch"},
+                            {f.scheme: f.label for f in findings})
+    dispatch = sorted((f for f in findings if f.label == "dispatch"), key=lambda f: (-abs(f.error), f.scheme))
+    if dispatch:   # one cause: llvm-mca's dispatch width, whatever the scheme
+        groups.append(Group("dispatch", f"llvm-mca's dispatch width ({width} µops per cycle)", {}, dispatch))
+        groups.sort(key=lambda g: (-len(g.members), -max(abs(m.error) for m in g.members)))
     return LlvmReport(mcpu, f"llvm-mca-{mca.version}", source, tolerance, len(singles), agreeing, groups, skipped,
                       dispatch_width=width, r_max=r_max)
 
 
 def _dispatch_bound(d: dict | None) -> bool:
-    """Is llvm-mca's answer for the block its dispatch limit (within 2 %)?"""
+    """Is llvm-mca's answer for the block its dispatch limit (within 2 %)? (A witness counts as
+    a dispatch miss only when llvm-mca is also slower than measured there.)"""
     return d is not None and d["cycles"] <= 1.02 * d["uops"] / d["dispatch_width"]
 
 
@@ -371,15 +381,17 @@ _PRIORITY = ("operands", "memory", "uops", "prefix", "extension", "category", "m
 
 
 def group_findings(cat: Catalogue, mapping: PortMapping, compared: list[str],
-                   findings: dict[str, Finding]) -> list[Group]:
+                   findings: dict[str, Finding], labels: dict[str, str] | None = None) -> list[Group]:
     """AnICA's generalisation (Alg. 8.2) over the compared schemes: from the abstract instruction
     of a finding, keep every expansion after which everything it covers is a finding of the same
     label (expansions tried in :data:`_PRIORITY` order). The family is what the result covers;
     its description is the tightest abstract instruction covering exactly those members (never
-    wider than what was proven). Largest families first."""
+    wider than what was proven). ``labels``: every compared scheme's label, when some are
+    findings not to group here (they still bound the families). Largest families first."""
     uops = {s: sum(n for _, n in mapping_uops(mapping, s)) for s in compared}
     universe = Universe([Form(cat[s]) for s in compared], uops)
-    label_of = [findings[f.scheme.name].label if f.scheme.name in findings else None for f in universe.forms]
+    labels = labels if labels is not None else {s: f.label for s, f in findings.items()}
+    label_of = [labels.get(f.scheme.name) for f in universe.forms]
     order = sorted(findings.values(), key=lambda f: (-abs(f.error), f.scheme))
     covered: set[str] = set()
     groups = []
