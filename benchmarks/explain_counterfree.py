@@ -78,8 +78,9 @@ def main() -> int:
     small = [r for r in rows if r["truth"].startswith("small")]
     if small:
         wrong = sum(len(set(r["different"] or ()) - set(r["unchecked"])) for r in small)
-        print(f"small truths: {sum(not (set(r['different'] or ()) - set(r['unchecked'])) and r['ports'] == r['true_ports'] "
-              f"for r in small)}/{len(small)} with no scheme mapped wrong unsaid; {wrong} scheme(s) wrong, "
+        clean = sum(not (set(r["different"] or ()) - set(r["unchecked"])) and r["ports"] == r["true_ports"]
+                    for r in small)
+        print(f"small truths: {clean}/{len(small)} with no scheme mapped wrong unsaid; {wrong} scheme(s) wrong, "
               f"{sum(len(r['unchecked']) for r in small)} wrong but marked unchecked, "
               f"{sum(r['ports'] != r['true_ports'] for r in small)} truth(s) with the port count missed")
     return 0

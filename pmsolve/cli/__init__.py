@@ -14,7 +14,7 @@ import warnings
 from typing import Sequence
 
 from pmsolve import __version__
-from pmsolve.cli import anica, demo, explain, infer, isa, predict, strategy, throughput
+from pmsolve.cli import anica, demo, explain, export, infer, isa, llvm, predict, strategy, throughput
 from pmsolve.cli.flags import OneLineParser
 from pmsolve.cli.output import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, one_line
 from pmsolve.errors import PmsolveError
@@ -23,7 +23,7 @@ from pmsolve.formats import MAPPING_FORMATS
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_NO", "EXIT_OK", "build_parser", "main"]
 
 #: the command groups in the order ``pmsolve --help`` lists them
-GROUPS = (throughput, infer, explain, strategy, isa, predict, anica, demo)
+GROUPS = (throughput, infer, explain, export, llvm, strategy, isa, predict, anica, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -93,6 +93,13 @@ _MODELS: dict[tuple[str, int], list[tuple[int, int, str]]] = {
 }
 
 
+def microarchitecture_named_in(text: str) -> Microarchitecture | None:
+    """The microarchitecture a text names the way :meth:`CpuIdentity.describe` does
+    (``... AMD Zen 3 (family 0x19 model 0x01), 2 vCPUs ...``, e.g. an oracle's description)."""
+    hits = [m for m in MICROARCHITECTURES.values() if f"{m.name} (family 0x" in text]
+    return max(hits, key=lambda m: len(m.name)) if hits else None
+
+
 def microarchitecture_of(vendor: str, family: int, model: int) -> Microarchitecture | None:
     for lo, hi, key in _MODELS.get((vendor, family), []):
         if lo <= model <= hi:

@@ -50,7 +50,7 @@ from pmsolve.jobs.report import certified_text, units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.modelled import PORT_KINDS, ModelledMapping
-from pmsolve.predictors import llvm_mca, osaca
+from pmsolve.predictors import llvm_mca, osaca, osaca_export
 from pmsolve.predictors.base import ModelChoice
 from pmsolve.predictors.block import Block
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor
@@ -275,8 +275,10 @@ def comparison_models(config: JobConfig, cpu: CpuIdentity) -> tuple[ModelChoice,
 
 
 def tool_predictions(catalogue, held: list[Experiment], models: tuple[ModelChoice, ModelChoice],
-                     notes: list[str]) -> dict[str, list[float | None]]:
-    """llvm-mca and OSACA on the held-out experiments as concrete blocks (cycles per copy)."""
+                     notes: list[str], own: dict[str, Any] | None = None) -> dict[str, list[float | None]]:
+    """llvm-mca and OSACA on the held-out experiments as concrete blocks (cycles per copy); with
+    ``own`` (:func:`~pmsolve.predictors.osaca_export.exported_predictor`'s arguments) also OSACA
+    with the mapping exported as its machine model."""
     blocks = [block_of(catalogue, e) for e in held]
     out: dict[str, list[float | None]] = {}
     mca, osa = models
@@ -290,6 +292,14 @@ def tool_predictions(catalogue, held: list[Experiment], models: tuple[ModelChoic
             predictor.close()
         if errors:
             notes.append(f"OSACA could not predict {len(errors)} held-out experiment(s) (e.g. {errors[0]})")
+    if own is not None and osaca.available_models():
+        predictor, exported = osaca_export.exported_predictor(latency_from=osa.model, catalogue=catalogue, **own)
+        try:
+            out[osaca_export.LABEL], errors = _per_copy(predictor, blocks)
+        finally:
+            predictor.close()
+        notes.append(f"{osaca_export.LABEL}: the mapping as an OSACA model ({own['path']}), {exported.latency_note}"
+                     + (f"; OSACA could not predict {len(errors)} (e.g. {errors[0]})" if errors else ""))
     for m in models:
         notes.append(f"{m.label()}: {m.why}" + (" (fallback)" if m.model and not m.own else ""))
     return out
@@ -376,7 +386,9 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             f"pmsolve ({config.method})": _covered(model, held, r_max)}
         models = comparison_models(config, cpu)
         if scored:
-            preds.update(tool_predictions(catalogue, held, models, notes))
+            units = [u["port"] for u in result.summary.get("units", [])] if result is not None else []
+            own = {"mapping": mapping, "path": work / "osaca-model.yml", "r_max": r_max, "units": units}
+            preds.update(tool_predictions(catalogue, held, models, notes, own))
             t = _stage(seconds, "llvm-mca and OSACA", t)
         if scored and config.compare_pmevo and config.method != "pmevo":
             pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)

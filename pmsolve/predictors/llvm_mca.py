@@ -243,3 +243,46 @@ def _normal(asm: str) -> str:
 def _tail(text: str, limit: int = 300) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.strip().startswith("^")]
     return " | ".join(lines[:4])[:limit]
+
+
+
+def block_details(mcpu: str, blocks: Sequence[Block], *, version: int | None = None,
+                  timeout: float = 120.0) -> list[dict | None]:
+    """What llvm-mca's model says about each block, per iteration, all blocks in one call (None for
+    a block it did not answer): ``cycles``, its ``uops``, the model's ``dispatch_width`` and the
+    ``resources`` it uses with their cycles (the resource-pressure view: ``{"Zn3ALU1": 1.0}``; a
+    sub-unit's index after the dot, ``Zn3FP45.0``). ``uops / dispatch_width`` is the block's
+    dispatch limit in llvm-mca."""
+    inst = find_llvm_mca(version)
+    if inst is None or not blocks:
+        return [None] * len(blocks)
+    src: list[str] = []
+    for k, b in enumerate(blocks):
+        src += [f"# LLVM-MCA-BEGIN b{k}", *b.lines, "# LLVM-MCA-END"]
+    try:
+        p = subprocess.run([inst.path, f"-mcpu={mcpu}", "-iterations=100", "-json", "-timeline=false",
+                            "-instruction-info=false"], input="\n".join(src) + "\n", capture_output=True,
+                           text=True, timeout=timeout)
+        doc = json.loads(p.stdout)
+        names = [re.sub(r"\.([\x00-\x1f])", lambda m: f".{ord(m.group(1))}", n)
+                 for n in doc["TargetInfo"]["Resources"]]
+        regions = {r["Name"]: r for r in doc["CodeRegions"]}
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError):
+        return [None] * len(blocks)
+    out: list[dict | None] = []
+    for k, b in enumerate(blocks):
+        r = regions.get(f"b{k}")
+        try:
+            view = r["SummaryView"]
+            n = float(view["Iterations"])
+            use: dict[str, float] = {}
+            for x in r.get("ResourcePressureView", {}).get("ResourcePressureInfo", []):
+                if x["InstructionIndex"] < len(b):      # the last index is llvm-mca's total row
+                    name = names[x["ResourceIndex"]]
+                    use[name] = use.get(name, 0.0) + float(x["ResourceUsage"])
+            out.append({"cycles": float(view["TotalCycles"]) / n, "uops": float(view["TotaluOps"]) / n,
+                        "dispatch_width": int(view["DispatchWidth"]),
+                        "resources": {m: v for m, v in sorted(use.items()) if v > 0}})
+        except (TypeError, KeyError, ValueError, ZeroDivisionError, IndexError):
+            out.append(None)
+    return out

@@ -10,6 +10,11 @@ drops AT&T size suffixes (``addq``) only next to register operands; for a form i
 know with a suffix, the block is analysed again with that suffix removed (when OSACA knows the
 bare mnemonic), so ``addq 8(%r14), %rax`` gets the load + register form OSACA models.
 
+``ARCH`` may also be a machine-model file (``osaca:host.yml``, e.g. a mapping exported by
+:mod:`pmsolve.predictors.osaca_export`); the predictor's name then carries the file's digest.
+A ``{vex}``/``{evex}`` pseudo-prefix (it only picks an encoding) is dropped before OSACA parses
+a line, since its parser cannot read one.
+
 An instruction form OSACA's model does not know would silently add no pressure; here it makes
 the block's answer ``unsupported: OSACA ZEN3 does not know 'vpdpbusd ...'``. The parent waits
 for each answer with a timeout: a worker that hangs is killed (``timeout``), one that dies is
@@ -18,8 +23,10 @@ replaced (``crash``); either way the next block gets a fresh worker.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -108,12 +115,35 @@ def model_for(uarch: Microarchitecture | None) -> ModelChoice:
     return ModelChoice("OSACA", None, version, False, f"OSACA {version} has none of {', '.join(uarch.osaca)}")
 
 
+_PSEUDO_PREFIX = re.compile(r"^(\s*)\{(?:vex|vex2|vex3|evex|disp8|disp32)\}\s*")
+
+
+def strip_pseudo_prefix(line: str) -> str:
+    """``{evex} vaddpd ...`` -> ``vaddpd ...``: the pseudo-prefix only picks an encoding."""
+    return _PSEUDO_PREFIX.sub(r"\1", line, count=1)
+
+
+def is_model_file(arch: str) -> bool:
+    """Does ``osaca:ARCH`` name a machine-model file rather than one of OSACA's models?"""
+    return arch.lower().endswith((".yml", ".yaml"))
+
+
 class OsacaPredictor:
-    """``osaca:ARCH`` (``ZEN3``, ``ZEN2``, ``ZEN1``, ``SKX``, ``ICL``, ...). Thread-safe: every
-    concurrent ``predict`` call gets a worker process of its own from a small pool."""
+    """``osaca:ARCH`` (``ZEN3``, ``ZEN2``, ``ZEN1``, ``SKX``, ``ICL``, ...) or ``osaca:FILE.yml`` (a
+    machine-model file). Thread-safe: every concurrent ``predict`` call gets a worker process of
+    its own from a small pool."""
 
     def __init__(self, arch: str, *, lcd: bool = True, timeout: float = 10.0, start_timeout: float = 60.0):
-        self.arch = arch.upper()
+        if is_model_file(arch):
+            path = Path(arch).resolve()
+            try:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+            except OSError as exc:
+                raise ValidationError(f"OSACA machine model {arch}: {exc.strerror or exc}") from None
+            self.arch, self._label = str(path), f"{path.name}@{digest}"
+        else:
+            self.arch = arch.upper()
+            self._label = self.arch
         self.lcd = lcd
         self.timeout = timeout
         self.start_timeout = start_timeout
@@ -123,7 +153,7 @@ class OsacaPredictor:
 
     @property
     def name(self) -> str:
-        return f"osaca:{self.arch}" + ("" if self.lcd else "?lcd=false")
+        return f"osaca:{self._label}" + ("" if self.lcd else "?lcd=false")
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -202,6 +232,7 @@ def _parse(parser, asm: str) -> list:
     for i, line in enumerate(asm.split("\n")):
         if not line.strip():
             continue
+        line = strip_pseudo_prefix(line)
         frozen = _PARSED.get(line)
         if frozen is None:
             if len(_PARSED) >= _PARSED_MAX:
@@ -301,7 +332,7 @@ def serve(arch: str, lcd: bool) -> None:
         from osaca.semantics import ArchSemantics, MachineModel
 
         parser = ParserX86ATT()
-        model = MachineModel(arch=arch.lower())
+        model = MachineModel(path_to_yaml=arch) if is_model_file(arch) else MachineModel(arch=arch.lower())
         sem = ArchSemantics(parser, model)
     except ImportError:
         out.write(json.dumps({"error": "OSACA is not installed (pip install 'pmsolve[predictors]')"}) + "\n")
@@ -309,11 +340,12 @@ def serve(arch: str, lcd: bool) -> None:
     except Exception as exc:  # an unknown ARCH: OSACA raises whatever its loader raises
         out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
         return
+    name = Path(arch).name if is_model_file(arch) else arch.upper()
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
         t0 = time.monotonic()
         try:
-            reply = _analyse(parser, model, sem, json.loads(line)["asm"], lcd, arch.upper())
+            reply = _analyse(parser, model, sem, json.loads(line)["asm"], lcd, name)
         except Exception as exc:  # OSACA failing on one block is an answer, not the end
             reply = {"error": f"crash: OSACA raised {type(exc).__name__}: {str(exc)[:200]}"}
         reply["seconds"] = time.monotonic() - t0
