@@ -27,7 +27,8 @@ and a state file of another oracle or space is refused.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
+from pmsolve.backends import capabilities as C
+from pmsolve.encodings.cardinality import between
 from pmsolve.encodings.experiments import free_experiment
 from pmsolve.encodings.mappings import fixed_mapping
 from pmsolve.encodings.relate import differ, relate_throughput, separation
@@ -43,7 +46,7 @@ from pmsolve.errors import SolverError, ValidationError
 from pmsolve.fileio import StateFile
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.protocol import oracle_fingerprint
-from pmsolve.infer.cegis.encode import observation_bounds
+from pmsolve.infer.cegis.encode import hall_cut, observation_bounds, observation_clauses, singleton_width
 from pmsolve.infer.cegis.options import CegisOptions, MappingVars, as_fraction
 from pmsolve.infer.cegis.result import CegisResult, Conflict, Refutation, compact, conflict_hint
 from pmsolve.infer.cegis.screen import Screen, count_experiments
@@ -51,7 +54,7 @@ from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_n
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem, Sum, ite
-from pmsolve.throughput import inverse_throughput
+from pmsolve.throughput import evaluate_many, inverse_throughput
 
 Candidate = tuple[PortMapping, dict[str, Any]]  # a mapping and the solver model it was decoded from
 
@@ -114,10 +117,14 @@ class Cegis:
         self.witnesses: list[Refutation] = []
         self.n_initial = 0
         self.stats: dict[str, Any] = {"solver_checks": 0, "find_mapping_s": 0.0, "find_other_s": 0.0,
-                                      "screen_s": 0.0, "equivalents": 0, "max_size": 0}
+                                      "screen_s": 0.0, "equivalents": 0, "max_size": 0, "cuts": 0}
+        self.encoding = o.encoding if o.encoding != "auto" else ("bounds" if o.kind == "power-set" else "clauses")
         self.option_constraints = self._option_constraints()
-        probe = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
-                                         epsilon=self.eps, r_max=self.r_max).problem
+        if self.encoding == "clauses" and o.strategy == "split":  # boolean: a SAT solver's problem
+            probe = Problem(name="findMapping").add(self.m_free.constraints).add([f for _, f in self.option_constraints])
+        else:
+            probe = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
+                                             epsilon=self.eps, r_max=self.r_max).problem
         self.session = open_session(o.backend, problem=probe, timeout=o.timeout,
                                     options=dict(o.solver_options or {}))
         self.backend = self.session.backend.name
@@ -127,6 +134,7 @@ class Cegis:
             self.session.add(f, name=name)
         if o.symmetry:
             self.session.add(self._symmetry_breaking())
+        self._cuts_to_keep: list[Formula] = []
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
         self.joint_proof = False
@@ -313,8 +321,8 @@ class Cegis:
             for r, s in enumerate(per_uop, 1):
                 if not 1 <= int(s) <= len(self.space.ports):
                     raise ValidationError(f"port_set_sizes[{insn!r}]: {s} is not between 1 and {len(self.space.ports)}")
-                total = Sum(ite(mv.port(insn, p, r), 1, 0) for p in self.space.ports)
-                out.append((f"size[{insn}.{r}={s}]", total.eq(int(s))))
+                ports = [mv.port(insn, p, r) for p in self.space.ports]
+                out.append((f"size[{insn}.{r}={s}]", between(ports, int(s), int(s), f"size[{insn}.{r}].")))
         for (i, r), (j, s) in o.shared_uops:
             same = And(*(Iff(mv.port(i, p, r), mv.port(j, p, s)) for p in self.space.ports))
             out.append((f"shared[{i}.{r}={j}.{s}]", same))
@@ -360,13 +368,20 @@ class Cegis:
         if any(e == x for x, _ in self.obs):
             raise SolverError(f"internal error: experiment {e} was already observed")
         n = len(self.obs)
-        if self.options.encoding == "bounds":
+        if self.encoding == "bounds":
             f = observation_bounds(self.m_free, e, t, f"o{n}.", epsilon=self.eps, r_max=self.r_max)
+            self.session.add(f, name=f"observed[{e}]")
+        elif self.encoding == "clauses":
+            f = observation_clauses(self.m_free, e, t, f"o{n}.", epsilon=self.eps, r_max=self.r_max)
             self.session.add(f, name=f"observed[{e}]")
         else:
             cs, match = observation(self.m_free, e, t, f"o{n}.", r_max=self.r_max, epsilon=self.eps)
             self.session.add(cs)
             self.session.add(match, name=f"observed[{e}]")
+        if self.options.implied:
+            w = singleton_width(self.m_free, e, t, epsilon=self.eps, r_max=self.r_max)
+            if w is not None:
+                self.session.add(w)
         self.obs.append((e, t))
         self.stats["max_size"] = max(self.stats["max_size"], e.size)
 
@@ -386,13 +401,49 @@ class Cegis:
 
     # ----- solver steps
     def _check(self, what: str, extra: Sequence[Any] = ()) -> Any:
-        t0 = time.perf_counter()
-        res = self.session.check(values=self._mapping_vars + list(extra))
-        self.stats["solver_checks"] += 1
-        self.stats[what] += time.perf_counter() - t0
-        if not res.feasible and not res.infeasible:
-            raise SolverError(f"{what}: {self.backend} gave no answer ({res.status}: {res.reason})")
-        return res
+        while True:
+            t0 = time.perf_counter()
+            res = self.session.check(values=self._mapping_vars + list(extra))
+            self.stats["solver_checks"] += 1
+            self.stats[what] += time.perf_counter() - t0
+            if not res.feasible and not res.infeasible:
+                raise SolverError(f"{what}: {self.backend} gave no answer ({res.status}: {res.reason})")
+            if not (res.feasible and self.encoding == "clauses" and self._add_cuts(res.model)):
+                return res
+
+    def _add_cuts(self, model: dict[str, Any]) -> bool:
+        """The lazy upper bounds of the "clauses" encoding: for each measurement the candidate
+        predicts too slow, the Hall clause it violates (:func:`hall_cut`: every mapping that
+        explains the measurement keeps it). Kept at the bottom of the session's stack
+        (:meth:`_pushed` re-adds them after a pop). False when the candidate needs none."""
+        added = False
+        m = self.m_free.decode(model)
+        fast = evaluate_many(m, [e for e, _ in self.obs])  # floats: only a near miss is checked exactly
+        for (e, t), tp in zip(self.obs, fast):
+            if tp < float(t + (self.eps or 0) * e.size) - 1e-6:
+                continue
+            cut = hall_cut(self.m_free, e, t, model, epsilon=self.eps)
+            if cut is None:
+                continue
+            self._cuts_to_keep.append(cut[1])
+            self.session.add(cut[1])
+            self.stats["cuts"] += 1
+            added = True
+        return added
+
+    @contextmanager
+    def _pushed(self) -> Iterator[None]:
+        """A push/pop frame of the session that keeps the cuts found inside it."""
+        outer, self._cuts_to_keep = self._cuts_to_keep, []
+        self.session.push()
+        try:
+            yield
+        finally:
+            self.session.pop()
+            kept, self._cuts_to_keep = self._cuts_to_keep, outer
+            for f in kept:
+                self.session.add(f)
+            outer.extend(kept)
 
     def _decode(self, res: Any) -> PortMapping:
         m = self.m_free.decode(res.model)
@@ -460,20 +511,17 @@ class Cegis:
                     ) -> tuple[Experiment, list[tuple[PortMapping, dict[str, Any]]]] | None:
         """Next experiment and the candidates it was chosen against, or None when m1 is proved."""
         while True:
-            self.session.push()
-            try:
+            others: list[tuple[PortMapping, dict[str, Any]]] = []
+            with self._pushed():
                 self.session.add(self._block(m1_model))
                 for _, mod in equivalents:
                     self.session.add(self._block(mod))
-                others: list[tuple[PortMapping, dict[str, Any]]] = []
                 for _ in range(max(1, self.options.committee)):
                     found = self.find_mapping_other()
                     if found is None:
                         break
                     others.append(found)
                     self.session.add(self._block(found[1]))
-            finally:
-                self.session.pop()
             if not others:
                 return None
             t0 = time.perf_counter()
@@ -522,25 +570,40 @@ class Cegis:
                     ) -> tuple[PortMapping, Experiment, dict[str, Any]] | None:
         insns = self.space.instructions
         e_free = free_experiment(insns, bound, f"{tag}E.")
-        self.session.push()
-        try:
-            self.session.add(e_free.constraints)
-            r1 = relate_throughput(fixed_mapping(m1, insns), e_free, f"{tag}d1.", r_max=self.r_max)
-            r2 = relate_throughput(self.m_free, e_free, f"{tag}d2.", r_max=self.r_max)
-            self.session.add(r1.constraints)
-            self.session.add(r2.constraints)
-            self.session.add(differ(r1.t, r2.t, e_free, self.eps))
-            e_vars = Problem().add(e_free.constraints).variables()
-            res = self._check("find_other_s", e_vars)
-            if res.infeasible:
-                return None
-            m2 = self._decode(res)
-            e = e_free.decode(res.model)
-        finally:
-            self.session.pop()
+        r1 = relate_throughput(fixed_mapping(m1, insns), e_free, f"{tag}d1.", r_max=self.r_max)
+        r2 = relate_throughput(self.m_free, e_free, f"{tag}d2.", r_max=self.r_max)
+        question = [*e_free.constraints, *r1.constraints, *r2.constraints, differ(r1.t, r2.t, e_free, self.eps)]
+        e_vars = Problem().add(e_free.constraints).variables()
+        if C.SMT in self.session.backend.capabilities:
+            with self._pushed():
+                self.session.add(question)
+                res = self._check("find_other_s", e_vars)
+        else:  # a SAT session cannot take the arithmetic: ask an SMT solver about its stack
+            res = self._solve_beside(question)
+        if res.infeasible:
+            return None
+        m2 = self._decode(res)
+        e = e_free.decode(res.model)
         if not _apart(inverse_throughput(m1, e, r_max=self.r_max), inverse_throughput(m2, e, r_max=self.r_max), e, self.eps):
             raise SolverError(f"{self.backend} returned {e}, which does not separate m1 and m2")
         return m2, e, res.model
+
+    def _solve_beside(self, extra: list[Formula]) -> Any:
+        """The session's stack and `extra` solved once on an SMT backend (with the lazy Hall
+        clauses its answers call for, which go to the session)."""
+        from pmsolve.backends import solve
+
+        while True:
+            p = self.session.problem().add(extra)
+            p.strict_margin = self._margin()
+            t0 = time.perf_counter()
+            res = solve(p, None, timeout=self.options.timeout)
+            self.stats["find_other_s"] += time.perf_counter() - t0
+            self.stats["solver_checks"] += 1
+            if not res.feasible and not res.infeasible:
+                raise SolverError(f"joint findOtherMapping: {res.backend} gave no answer ({res.status}: {res.reason})")
+            if not (res.feasible and self.encoding == "clauses" and self._add_cuts(res.model)):
+                return res
 
     # ----- unsat cores
     def conflict(self) -> Conflict:
@@ -562,7 +625,6 @@ class Cegis:
                 p.add(match, name=f"observed[{e}]")
             return p
 
-        from pmsolve.backends import capabilities as C
         backend = self.options.backend if C.UNSAT_CORE in self.session.backend.capabilities else None
         res = solve(problem(self.obs, self.option_constraints), backend, core=True, timeout=self.options.timeout)
         names = set(res.core) if res.infeasible else set()

@@ -129,10 +129,11 @@ class CegisOptions:
     constraints_symmetric: bool = False
     timeout: float | None = None
     max_iterations: int | None = None
-    encoding: str = "bounds"
+    encoding: str = "auto"
     solver_options: Mapping[str, Any] | None = None
     core: str = "minimal"
     reuse: bool = True
+    implied: bool = True
     check_experiments: int = 8
     check_sizes: tuple[int, int] = (3, 5)
     check_seed: int = 0

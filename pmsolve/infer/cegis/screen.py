@@ -58,15 +58,24 @@ class Screen:
         if hit is not None:
             return hit
         bit = {p: 1 << j for j, p in enumerate(self.ports)}
-        A = np.zeros((len(self.instructions), len(self.subsets)))
+        masks = {mask for insn in self.instructions for u in mapping.uops_of(insn)
+                 for mask in [sum(bit[p] for p in u.ports)]}
+        # only port sets that are unions of µop port sets can be the bottleneck (a set shrinks
+        # to the union of the µops inside it without losing mass): the other columns go
+        union = np.zeros(len(self.subsets), dtype=np.int64)
+        for mask in masks:
+            union |= np.where((self.subsets & mask) == mask, mask, 0)
+        closed = union == self.subsets
+        subsets, width = self.subsets[closed], self.subset_size[closed]
+        A = np.zeros((len(self.instructions), len(subsets)))
         for j, insn in enumerate(self.instructions):
             for u in mapping.uops_of(insn):
                 mask = sum(bit[p] for p in u.ports)
-                A[j] += u.count * ((self.subsets & mask) == mask)
+                A[j] += u.count * ((subsets & mask) == mask)
         out = np.empty(len(self.E))
-        step = max(1, 4_000_000 // max(1, len(self.subsets)))
+        step = max(1, 4_000_000 // max(1, len(subsets)))
         for lo in range(0, len(self.E), step):
-            out[lo:lo + step] = ((self.E[lo:lo + step] @ A) / self.subset_size).max(axis=1)
+            out[lo:lo + step] = ((self.E[lo:lo + step] @ A) / width).max(axis=1)
         if self.r_max is not None:
             out = np.maximum(out, self.sizes / self.r_max)
         if len(self._cache) > 256:
