@@ -35,6 +35,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.backends import capabilities as C
 from pmsolve.encodings.cardinality import between
@@ -49,12 +51,12 @@ from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.cegis.encode import hall_cut, observation_bounds, observation_clauses, singleton_width
 from pmsolve.infer.cegis.options import CegisOptions, MappingVars, as_fraction
 from pmsolve.infer.cegis.result import CegisResult, Conflict, Refutation, compact, conflict_hint
-from pmsolve.infer.cegis.screen import Screen, count_experiments
+from pmsolve.infer.cegis.screen import Screen, count_experiments, inside_masses
 from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_names
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem, Sum, ite
-from pmsolve.throughput import evaluate_many, inverse_throughput
+from pmsolve.throughput import inverse_throughput
 
 Candidate = tuple[PortMapping, dict[str, Any]]  # a mapping and the solver model it was decoded from
 
@@ -135,6 +137,7 @@ class Cegis:
         if o.symmetry:
             self.session.add(self._symmetry_breaking())
         self._cuts_to_keep: list[Formula] = []
+        self._obs_table: tuple[np.ndarray, list[int], list[int]] | None = None
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
         self.joint_proof = False
@@ -413,23 +416,44 @@ class Cegis:
 
     def _add_cuts(self, model: dict[str, Any]) -> bool:
         """The lazy upper bounds of the "clauses" encoding: for each measurement the candidate
-        predicts too slow, the Hall clause it violates (:func:`hall_cut`: every mapping that
+        predicts too slow, the Hall constraint it violates (:func:`hall_cut`: every mapping that
         explains the measurement keeps it). Kept at the bottom of the session's stack
         (:meth:`_pushed` re-adds them after a pop). False when the candidate needs none."""
-        added = False
-        m = self.m_free.decode(model)
-        fast = evaluate_many(m, [e for e, _ in self.obs])  # floats: only a near miss is checked exactly
-        for (e, t), tp in zip(self.obs, fast):
-            if tp < float(t + (self.eps or 0) * e.size) - 1e-6:
-                continue
-            cut = hall_cut(self.m_free, e, t, model, epsilon=self.eps)
+        over = self._overloaded(self.m_free.decode(model))
+        for n in over:
+            e, t = self.obs[n]
+            cut = hall_cut(self.m_free, e, t, model, f"o{n}.h{self.stats['cuts']}.", epsilon=self.eps)
             if cut is None:
-                continue
-            self._cuts_to_keep.append(cut[1])
-            self.session.add(cut[1])
+                raise SolverError(f"internal error: the overload of {e} was misjudged")
+            self._cuts_to_keep.append(cut)
+            self.session.add(cut)
             self.stats["cuts"] += 1
-            added = True
-        return added
+        return bool(over)
+
+    def _overloaded(self, m: PortMapping) -> list[int]:
+        """The measurements whose port bound under `m` exceeds the measured value (plus ε·|e|;
+        reached counts with noise), in exact integer arithmetic over all of them at once."""
+        if not self.obs:
+            return []
+        insns = self.space.instructions
+        if self._obs_table is None or len(self._obs_table[0]) != len(self.obs):
+            col = {i: j for j, i in enumerate(insns)}
+            counts = np.zeros((len(self.obs), len(insns)), dtype=np.int64)
+            his = []
+            for r, (e, t) in enumerate(self.obs):
+                for i, c in e.items():
+                    counts[r, col[i]] = c
+                his.append(t + self.eps * e.size if self.eps else t)
+            self._obs_table = (counts, [h.numerator for h in his], [h.denominator for h in his])
+        counts, num, den = self._obs_table
+        _, width, inside = inside_masses(m, insns, self.space.ports)
+        load = counts @ inside
+        big = max(den) * max(1, int(load.max())) >= 2**62 or max(num) * len(self.space.ports) >= 2**62
+        kind = object if big else np.int64
+        lhs = load.astype(kind) * np.array(den, dtype=kind)[:, None]
+        rhs = np.array(num, dtype=kind)[:, None] * width.astype(kind)[None, :]
+        over = (lhs >= rhs) if self.eps else (lhs > rhs)
+        return [int(r) for r in np.nonzero(over.any(axis=1))[0]]
 
     @contextmanager
     def _pushed(self) -> Iterator[None]:

@@ -148,15 +148,15 @@ def observation_clauses(m_free: MappingEnc, e: Experiment, measured: Fraction, t
     return And(*parts)
 
 
-def hall_cut(m_free: MappingEnc, e: Experiment, measured: Fraction, model: Mapping[str, Any], *,
-             epsilon: Fraction | None = None) -> tuple[frozenset[str], Formula] | None:
-    """The upper half's clause that the candidate `model` violates, or None if it keeps it.
+def hall_cut(m_free: MappingEnc, e: Experiment, measured: Fraction, model: Mapping[str, Any], tag: str, *,
+             epsilon: Fraction | None = None) -> Formula | None:
+    """The part of the upper half that the candidate `model` violates, or None if it keeps it.
 
-    Under the candidate, a port set Q holds µops X (port sets inside Q) of more mass than the
-    measured value times |Q| (Thm 5.2). Every mapping explaining the measurement keeps that
-    mass within the bound (Hall's theorem; exactly the flow of :func:`observation_bounds`), so
-    one µop of a smallest such X must use a port outside Q: the clause ∨_{u∈X, k∉Q} port(u, k).
-    It removes the candidate and no mapping that explains the measurement. Returns (Q, clause)."""
+    Under the candidate, the bottleneck port set Q holds µops X of more mass than the measured
+    value times |Q| (Thm 5.2). A mapping explaining the measurement spreads X over the ports
+    that X may use, so they number at least mass(X) / measured (Hall's theorem: exactly the
+    flow of :func:`observation_bounds`, for this X). That counter constraint removes the
+    candidate (X fits into Q) and no mapping that explains the measurement."""
     exp = fixed_experiment(e, m_free.instructions)
     uops, _ = m_free.uops(exp, "")
     placed = [(u, frozenset(k for k in m_free.ports if eval_formula(u.on_port[k], model)))
@@ -168,16 +168,12 @@ def hall_cut(m_free: MappingEnc, e: Experiment, measured: Fraction, model: Mappi
     _, hi, strict = _interval(measured, Fraction(e.size), epsilon)
     if not (tp >= hi if strict else tp > hi):
         return None
-    cap = hi * len(q)
-    inside = sorted(((u, ps) for u, ps in placed if ps <= q), key=lambda x: -x[0].mass.const)
-    chosen, load = [], Fraction(0)
-    for u, ps in inside:  # heaviest first: a small set already over the bound
-        chosen.append(u)
-        load += u.mass.const
-        if (load >= cap) if strict else (load > cap):
-            break
-    outside = [k for k in m_free.ports if k not in q]
-    return q, Or(*(u.on_port[k] for u in chosen for k in outside))
+    inside = [u for u, ps in placed if ps <= q]
+    mass = sum(Fraction(u.mass.const) for u in inside)
+    need = floor(mass / hi) + 1 if strict else ceil(mass / hi)
+    used = [Or(*(u.on_port[k] for u in inside)) for k in m_free.ports]
+    count = Counter(used, need, tag)
+    return And(*count.definitions, count.at_least(need))
 
 def singleton_width(m_free: MappingEnc, e: Experiment, measured: Fraction, *,
                     epsilon: Fraction | None = None, r_max: Fraction | None = None) -> Formula | None:

@@ -22,6 +22,35 @@ def count_experiments(n_insns: int, bound: int) -> int:
     return sum(comb(n_insns + s - 1, s) for s in range(1, bound + 1))
 
 
+def inside_masses(mapping: PortMapping, instructions: tuple[str, ...], ports: tuple[str, ...],
+                  subsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The port sets that can be a bottleneck under `mapping` (unions of its µop port sets: any
+    other set shrinks to the union of the µops inside it without losing mass, Thm 5.2) as bit
+    masks, their sizes, and A[i, Q] = µops of instruction i whose ports lie inside Q (int64),
+    so that tp⁻¹(e) = max_Q (e @ A)[Q] / |Q|. `subsets`: all non-empty port sets, if at hand."""
+    bit = {p: 1 << j for j, p in enumerate(ports)}
+    kinds = [(j, u.count, sum(bit[p] for p in u.ports)) for j, insn in enumerate(instructions)
+             for u in mapping.uops_of(insn)]
+    masks = {m for _, _, m in kinds}
+    if subsets is not None or len(ports) <= 16:
+        every = subsets if subsets is not None else np.arange(1, 1 << len(ports), dtype=np.int64)
+        union = np.zeros(len(every), dtype=np.int64)
+        for mask in masks:
+            union |= np.where((every & mask) == mask, mask, 0)
+        closed = every[union == every]
+    else:  # many ports: close the µop port sets under union instead of trying every set
+        found, frontier = set(masks), set(masks)
+        while frontier:
+            frontier = {q | m for q in frontier for m in masks} - found
+            found |= frontier
+        closed = np.array(sorted(found), dtype=np.int64)
+    width = np.array([int(q).bit_count() for q in closed], dtype=np.int64)
+    A = np.zeros((len(instructions), len(closed)), dtype=np.int64)
+    for j, count, mask in kinds:
+        A[j] += count * ((closed & mask) == mask)
+    return closed, width, A
+
+
 class Screen:
     """All experiments over `instructions` with 1..bound instances, smallest first."""
 
@@ -57,21 +86,9 @@ class Screen:
         hit = self._cache.get(mapping)
         if hit is not None:
             return hit
-        bit = {p: 1 << j for j, p in enumerate(self.ports)}
-        masks = {mask for insn in self.instructions for u in mapping.uops_of(insn)
-                 for mask in [sum(bit[p] for p in u.ports)]}
-        # only port sets that are unions of µop port sets can be the bottleneck (a set shrinks
-        # to the union of the µops inside it without losing mass): the other columns go
-        union = np.zeros(len(self.subsets), dtype=np.int64)
-        for mask in masks:
-            union |= np.where((self.subsets & mask) == mask, mask, 0)
-        closed = union == self.subsets
-        subsets, width = self.subsets[closed], self.subset_size[closed]
-        A = np.zeros((len(self.instructions), len(subsets)))
-        for j, insn in enumerate(self.instructions):
-            for u in mapping.uops_of(insn):
-                mask = sum(bit[p] for p in u.ports)
-                A[j] += u.count * ((subsets & mask) == mask)
+        subsets, width, A = inside_masses(mapping, self.instructions, self.ports, self.subsets)
+        A = A.astype(np.float64)
+        width = width.astype(np.float64)
         out = np.empty(len(self.E))
         step = max(1, 4_000_000 // max(1, len(subsets)))
         for lo in range(0, len(self.E), step):
