@@ -52,7 +52,8 @@ import sys
 import time
 from fractions import Fraction
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# --ladder runs the reference route's code from another tree in a subprocess (see ladder_one)
+sys.path.insert(0, os.environ.get("PMSOLVE_CEGIS_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pmsolve.errors import PmsolveError
 from pmsolve.cli.flags import add_executor_arguments, executor_from_args
@@ -157,6 +158,130 @@ def summarize(rows: list[dict], keys: list[str], paper: dict, use_cpu: bool = Fa
               f"{max(r['max_cpi_err'] for r in rs):>11.4f}  {ref}" + (f"  ({failed} failed/timed out)" if failed else ""))
 
 
+# --------------------------------------------------------------------------- the size ladder
+LADDER = [(10, 6), (10, 8), (16, 8), (16, 10), (20, 10)]  # (instructions, ports)
+REFERENCE = "cb01ca0"  # the commit before issue 42: today's code for the ratio
+
+
+def ladder_one(ports: int, insns: int, g: int) -> dict:
+    """One exact run with the default options (as `pmsolve infer cegis --ports K` does), in this
+    process, with whatever pmsolve is first on sys.path: the row as JSON-able data."""
+    from pmsolve.formats import mapping_to_json
+    truth = ground_truth(ports, insns, g)
+    oracle = SimulatedOracle(truth)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = infer(oracle, CegisOptions(ports=ports, check_experiments=0))
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "status": res.status,
+            "checks": res.stats.get("solver_checks"), "measurements": len(res.measurements),
+            "backend": res.stats.get("backend"),
+            "stats": {k: v for k, v in res.stats.items() if isinstance(v, (int, float, str))}, "mapping": mapping_to_json(res.mapping) if res.mapping else None}
+
+
+def exact(truth: PortMapping, data: dict) -> bool:
+    """Inferred, and the mapping predicts the truth's tp⁻¹ exactly on every experiment of at most
+    three instructions and on 500 random ones of 4–8 (what "exact" means for the ladder)."""
+    from itertools import combinations_with_replacement
+    from pmsolve.formats import mapping_from_json
+    from pmsolve.throughput import inverse_throughput
+    if data.get("status") != "inferred" or not data.get("mapping"):
+        return False
+    found = mapping_from_json(data["mapping"])
+    insns = list(truth.instructions)
+    rng = random.Random(7)
+    exps = [Experiment(list(c)) for k in (1, 2, 3) for c in combinations_with_replacement(insns, k)]
+    exps += [Experiment([rng.choice(insns) for _ in range(rng.randint(4, 8))]) for _ in range(500)]
+    return all(inverse_throughput(found, e) == inverse_throughput(truth, e) for e in exps)
+
+
+def reference_tree(ref: str, where: str) -> str:
+    """The reference commit's pmsolve/ unpacked (git archive) into `where`, once."""
+    import subprocess
+    root = os.path.join(where, ref)
+    if not os.path.isdir(os.path.join(root, "pmsolve")):
+        os.makedirs(root, exist_ok=True)
+        repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        tar = subprocess.run(["git", "-C", repo, "archive", ref, "pmsolve"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", root], input=tar, check=True)
+    return root
+
+
+def ladder_subprocess(root: str | None, ports: int, insns: int, g: int, timeout: float) -> dict:
+    """ladder_one in a fresh interpreter (the reference route: `root` = its tree), timed out after
+    `timeout` seconds (then the row says so: its time is a lower bound)."""
+    import subprocess
+    env = dict(os.environ)
+    if root:
+        env["PMSOLVE_CEGIS_ROOT"] = root
+    cmd = [sys.executable, os.path.abspath(__file__), "--ladder-one", f"{insns}x{ports}:{g}"]
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return {"seconds": timeout, "cpu_seconds": None, "status": "timeout", "checks": None, "measurements": None}
+    except subprocess.CalledProcessError as exc:
+        return {"seconds": None, "cpu_seconds": None, "status": f"failed: {exc.stderr.strip()[-200:]}",
+                "checks": None, "measurements": None}
+
+
+def run_ladder(args: argparse.Namespace) -> None:
+    """Both routes on every size and seed, one run at a time, new then reference; JSON lines
+    into --log (resumable), then the table."""
+    sizes = LADDER if not args.sizes else [tuple(int(x) for x in p.split("x")) for p in args.sizes.split(",")]
+    ref_root = reference_tree(args.reference, args.reference_dir)
+    done: dict = {}
+    if os.path.exists(args.log):
+        with open(args.log) as fh:
+            for line in fh:
+                if line.strip():
+                    r = json.loads(line)
+                    done[r["size"], r["truth"], r["route"]] = r
+    for n, k in sizes:
+        for g in range(args.truths):
+            for route, root in (("new", None), ("reference", ref_root)):
+                if (f"{n}x{k}", g, route) in done:
+                    continue
+                row = ladder_subprocess(root, k, n, g, args.timeout)
+                row["exact"] = exact(ground_truth(k, n, g), row)
+                row.update(size=f"{n}x{k}", truth=g, route=route, date=time.strftime("%Y-%m-%d %H:%M"))
+                row.pop("mapping", None)
+                done[row["size"], g, route] = row
+                with open(args.log, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(f"{row['size']} truth {g} {route}: {row['status']}, {row['seconds']:.1f} s wall, "
+                      f"exact {row['exact']}", file=sys.stderr, flush=True)
+    ladder_table(done, sizes, args.truths)
+
+
+def ladder_table(done: dict, sizes: list, truths: int) -> None:
+    def med(xs: list) -> str:
+        xs = [x for x in xs if x is not None]
+        return f"{statistics.median(xs):.1f}" if xs else "–"
+
+    print(f"{'insns×ports':<11} {'route':<9} {'runs':>4} {'wall s med':>10} {'[min–max]':>15} {'CPU s med':>9} "
+          f"{'checks med':>10} {'measured med':>12} {'exact':>6} {'ref/new wall':>12} {'ref/new CPU':>11}")
+    for n, k in sizes:
+        key = f"{n}x{k}"
+        rows = {route: [done[key, g, route] for g in range(truths) if (key, g, route) in done]
+                for route in ("new", "reference")}
+        for route, rs in rows.items():
+            if not rs:
+                continue
+            secs = [r["seconds"] for r in rs if r["seconds"] is not None]
+            capped = any(r["status"] == "timeout" for r in rs)
+            ratio = cpu_ratio = ""
+            if route == "reference" and rows["new"]:  # median over seeds of the per-seed ratio
+                new = {r["truth"]: r for r in rows["new"]}
+                rat = [r["seconds"] / new[r["truth"]]["seconds"] for r in rs if r["truth"] in new and r["seconds"]]
+                ratio = (("≥ " if capped else "") + f"{statistics.median(rat):.1f}×") if rat else ""
+                rat = [r["cpu_seconds"] / new[r["truth"]]["cpu_seconds"] for r in rs
+                       if r["truth"] in new and r["cpu_seconds"] and new[r["truth"]]["cpu_seconds"]]
+                cpu_ratio = f"{statistics.median(rat):.1f}×" if rat and not capped else ("–" if capped else "")
+            print(f"{key:<11} {route:<9} {len(rs):>4} {('≥ ' if capped else '') + med(secs):>10} "
+                  f"{(f'{min(secs):.1f}–{max(secs):.1f}' if secs else '–'):>15} "
+                  f"{med([r['cpu_seconds'] for r in rs]):>9} {med([r['checks'] for r in rs]):>10} "
+                  f"{med([r['measurements'] for r in rs]):>12} {sum(r['exact'] for r in rs):>3}/{len(rs):<2} {ratio:>12} {cpu_ratio:>11}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", help="comma-separated PORTSxINSNS (default: the whole grid)")
@@ -169,8 +294,35 @@ def main() -> int:
     ap.add_argument("--log", default="cegis_bench.jsonl", help="JSON lines, one per finished run (resumable)")
     ap.add_argument("--summary", action="store_true", help="only print the table from --log")
     ap.add_argument("--cpu", action="store_true", help="report process CPU seconds instead of wall-clock")
+    ap.add_argument("--ladder", action="store_true",
+                    help="the size ladder (10×6 … 20×10 instructions×ports, exact, default options) against the "
+                         "reference commit's code, both in subprocesses, one at a time; --truths seeds per size")
+    ap.add_argument("--sizes", help="ladder sizes as INSNSxPORTS,... (default 10x6,10x8,16x8,16x10,20x10)")
+    ap.add_argument("--reference", default=REFERENCE, help=f"the reference commit (default {REFERENCE})")
+    ap.add_argument("--reference-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cegis-reference"),
+                    help="where the reference commit's pmsolve/ is unpacked")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per ladder run (then: ≥ that)")
+    ap.add_argument("--ladder-one", help=argparse.SUPPRESS)
     add_executor_arguments(ap, workers_help="independent runs at once (timings then include contention)")
     args = ap.parse_args()
+    if args.ladder_one:
+        size, g = args.ladder_one.split(":")
+        n, k = (int(x) for x in size.split("x"))
+        print(json.dumps(ladder_one(k, n, int(g))))
+        return 0
+    if args.ladder:
+        if args.summary:
+            done = {}
+            with open(args.log) as fh:
+                for line in fh:
+                    if line.strip():
+                        r = json.loads(line)
+                        done[r["size"], r["truth"], r["route"]] = r
+            sizes = LADDER if not args.sizes else [tuple(int(x) for x in p.split("x")) for p in args.sizes.split(",")]
+            ladder_table(done, sizes, args.truths)
+        else:
+            run_ladder(args)
+        return 0
     lever = parse_lever(args.lever)
     tag = ("|" + ",".join(args.lever)) if args.lever else ""
     if args.table41:
