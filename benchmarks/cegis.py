@@ -205,28 +205,49 @@ def reference_tree(ref: str, where: str) -> str:
     return root
 
 
-def ladder_subprocess(root: str | None, ports: int, insns: int, g: int, timeout: float) -> dict:
-    """ladder_one in a fresh interpreter (the reference route: `root` = its tree), timed out after
-    `timeout` seconds (then the row says so: its time is a lower bound)."""
+def ladder_subprocess(root: str | None, ports: int, insns: int, g: int, cpu_limit: float,
+                      mode: str = "--ladder-one") -> dict:
+    """ladder_one in a fresh interpreter (the reference route: `root` = its tree), stopped after
+    `cpu_limit` CPU seconds (then the row says so: its time is a lower bound). A CPU limit, not a
+    wall-clock one: the runs share a loaded machine at low priority, where wall-clock time says
+    more about the neighbours than about the algorithm."""
+    import resource
+    import signal
     import subprocess
     env = dict(os.environ)
     if root:
         env["PMSOLVE_CEGIS_ROOT"] = root
-    cmd = [sys.executable, os.path.abspath(__file__), "--ladder-one", f"{insns}x{ports}:{g}"]
-    try:
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
-    except subprocess.TimeoutExpired:
-        return {"seconds": timeout, "cpu_seconds": None, "status": "timeout", "checks": None, "measurements": None}
-    except subprocess.CalledProcessError as exc:
-        return {"seconds": None, "cpu_seconds": None, "status": f"failed: {exc.stderr.strip()[-200:]}",
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit), int(cpu_limit) + 5))
+
+    cmd = [sys.executable, os.path.abspath(__file__), mode, f"{insns}x{ports}:{g}"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, preexec_fn=limit)
+    if proc.returncode == 0:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"seconds": time.perf_counter() - t0, "cpu_seconds": cpu_limit, "status": "cpu limit",
                 "checks": None, "measurements": None}
+    return {"seconds": None, "cpu_seconds": None, "status": f"failed: {proc.stderr.strip()[-200:]}",
+            "checks": None, "measurements": None}
 
 
-def run_ladder(args: argparse.Namespace) -> None:
-    """Both routes on every size and seed, one run at a time, new then reference; JSON lines
-    into --log (resumable), then the table."""
-    sizes = LADDER if not args.sizes else [tuple(int(x) for x in p.split("x")) for p in args.sizes.split(",")]
+def _ladder_job(job: tuple) -> dict:
+    key, g, route, root, ports, insns, cpu_limit, mode = job
+    row = ladder_subprocess(root, ports, insns, g, cpu_limit, mode)
+    truth = ground_truth(ports, insns, g) if mode == "--ladder-one" else component_truth(insns, g)
+    # the component search may name its ports differently or use fewer: compare tp⁻¹ where both exist
+    row["exact"] = (mode == "--ladder-one" or row.get("ports") == row.get("true_ports")) and exact(truth, row)
+    row.update(size=key, truth=g, route=route, date=time.strftime("%Y-%m-%d %H:%M"))
+    row.pop("mapping", None)
+    return row
+
+
+def run_rows(args: argparse.Namespace, points: list[tuple[str, int, int]], mode: str) -> dict:
+    """Every (point, seed) on both routes, the new route's runs first, `--jobs` at a time; JSON
+    lines into --log (resumable). points: (key, ports, instructions)."""
+    from concurrent.futures import ThreadPoolExecutor
     ref_root = reference_tree(args.reference, args.reference_dir)
     done: dict = {}
     if os.path.exists(args.log):
@@ -235,20 +256,26 @@ def run_ladder(args: argparse.Namespace) -> None:
                 if line.strip():
                     r = json.loads(line)
                     done[r["size"], r["truth"], r["route"]] = r
-    for n, k in sizes:
-        for g in range(args.truths):
-            for route, root in (("new", None), ("reference", ref_root)):
-                if (f"{n}x{k}", g, route) in done:
-                    continue
-                row = ladder_subprocess(root, k, n, g, args.timeout)
-                row["exact"] = exact(ground_truth(k, n, g), row)
-                row.update(size=f"{n}x{k}", truth=g, route=route, date=time.strftime("%Y-%m-%d %H:%M"))
-                row.pop("mapping", None)
-                done[row["size"], g, route] = row
-                with open(args.log, "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
-                print(f"{row['size']} truth {g} {route}: {row['status']}, {row['seconds']:.1f} s wall, "
-                      f"exact {row['exact']}", file=sys.stderr, flush=True)
+    jobs = [(key, g, route, root, k, n, args.cpu_limit, mode)
+            for route, root in (("new", None), ("reference", ref_root))
+            for key, k, n in points for g in range(args.truths) if (key, g, route) not in done]
+
+    def finished(row: dict) -> None:
+        done[row["size"], row["truth"], row["route"]] = row
+        with open(args.log, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"{row['size']} truth {row['truth']} {row['route']}: {row['status']}, {row['seconds'] or 0:.1f} s wall, "
+              f"{row['cpu_seconds'] or 0:.1f} s CPU, exact {row['exact']}", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # each job is a subprocess
+        for row in pool.map(_ladder_job, jobs):
+            finished(row)
+    return done
+
+
+def run_ladder(args: argparse.Namespace) -> None:
+    sizes = LADDER if not args.sizes else [tuple(int(x) for x in p.split("x")) for p in args.sizes.split(",")]
+    done = run_rows(args, [(f"{n}x{k}", k, n) for n, k in sizes], "--ladder-one")
     ladder_table(done, sizes, args.truths)
 
 
@@ -260,14 +287,14 @@ def ladder_table(done: dict, sizes: list, truths: int) -> None:
     print(f"{'insns×ports':<11} {'route':<9} {'runs':>4} {'wall s med':>10} {'[min–max]':>15} {'CPU s med':>9} "
           f"{'checks med':>10} {'measured med':>12} {'exact':>6} {'ref/new wall':>12} {'ref/new CPU':>11}")
     for n, k in sizes:
-        key = f"{n}x{k}"
+        key = f"{n}x{k}" if k is not None else str(n)
         rows = {route: [done[key, g, route] for g in range(truths) if (key, g, route) in done]
                 for route in ("new", "reference")}
         for route, rs in rows.items():
             if not rs:
                 continue
             secs = [r["seconds"] for r in rs if r["seconds"] is not None]
-            capped = any(r["status"] == "timeout" for r in rs)
+            capped = any(r["status"] == "cpu limit" for r in rs)
             ratio = cpu_ratio = ""
             if route == "reference" and rows["new"]:  # median over seeds of the per-seed ratio
                 new = {r["truth"]: r for r in rows["new"]}
@@ -275,11 +302,67 @@ def ladder_table(done: dict, sizes: list, truths: int) -> None:
                 ratio = (("≥ " if capped else "") + f"{statistics.median(rat):.1f}×") if rat else ""
                 rat = [r["cpu_seconds"] / new[r["truth"]]["cpu_seconds"] for r in rs
                        if r["truth"] in new and r["cpu_seconds"] and new[r["truth"]]["cpu_seconds"]]
-                cpu_ratio = f"{statistics.median(rat):.1f}×" if rat and not capped else ("–" if capped else "")
+                cpu_ratio = (("≥ " if capped else "") + f"{statistics.median(rat):.1f}×") if rat else ""
             print(f"{key:<11} {route:<9} {len(rs):>4} {('≥ ' if capped else '') + med(secs):>10} "
                   f"{(f'{min(secs):.1f}–{max(secs):.1f}' if secs else '–'):>15} "
-                  f"{med([r['cpu_seconds'] for r in rs]):>9} {med([r['checks'] for r in rs]):>10} "
+                  f"{('≥ ' if capped else '') + med([r['cpu_seconds'] for r in rs]):>9} {med([r['checks'] for r in rs]):>10} "
                   f"{med([r['measurements'] for r in rs]):>12} {sum(r['exact'] for r in rs):>3}/{len(rs):<2} {ratio:>12} {cpu_ratio:>11}")
+
+
+# --------------------------------------------------------------------------- structure-stage components
+COMPONENTS = [6, 8, 10, 11, 12]  # blocking candidates in one component (10 ports, R_max 6)
+
+
+def component_truth(n: int, g: int, ports: int = 10) -> PortMapping:
+    """n single-µop blocking candidates on 1–3 of `ports` ports whose overlaps connect them all
+    (one component of the counter-free structure stage); seeded."""
+    rng = random.Random(7919 * n + g)
+    names = [f"p{k}" for k in range(ports)]
+    while True:
+        sets = [frozenset(rng.sample(names, rng.randint(1, 3))) for _ in range(n)]
+        if len(set(sets)) < n:  # a class has one representative: no two share a port set
+            continue
+        seen, todo = {0}, [0]
+        while todo:
+            a = todo.pop()
+            for b in range(n):
+                if b not in seen and sets[a] & sets[b]:
+                    seen.add(b)
+                    todo.append(b)
+        if len(seen) == n:
+            return PortMapping(names, {f"b{j}": [(sorted(sets[j]), 1)] for j in range(n)})
+
+
+def component_one(n: int, g: int) -> dict:
+    """The structure stage's port search (structure._port_search, as _solve_component calls it: pairs
+    and random mixes first, P = lower bound, +1, …) on one generated component, in this process."""
+    from pmsolve.infer.explain import ExplainOptions
+    from pmsolve.infer.explain import structure as S
+    truth = component_truth(n, g)
+    r_max = 6.0
+    oracle = SimulatedOracle(truth, r_max=r_max)
+    comp = list(truth.instructions)
+    size = {i: len(truth.uops_of(i)[0].ports) for i in comp}
+    o = ExplainOptions(timeout=20.0, tolerance=0.0)  # the main job's per-check timeout; an exact oracle
+    pairs = S.pair_experiments(sorted(comp), size)
+    values = dict(zip(pairs, oracle.measure(pairs)))
+    interacting = {frozenset(e) for e, t in values.items() if S.interacts(e, t, size, r_max, o)}
+    extra = list(values) + S.random_mixes(comp, size, min(12, 2 * len(comp)), seed=len(comp))
+    t0, c0 = time.perf_counter(), time.process_time()
+    res, core, runs = S._port_search(oracle, 0, comp, size, {}, extra, interacting, r_max, o, lambda msg: None)
+    from pmsolve.formats import mapping_to_json
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "runs": runs,
+            "status": res.status if res is not None else "none", "measurements": oracle.queries,
+            "ports": len(res.mapping.ports) if res is not None and res.mapping else None,
+            "true_ports": len(set().union(*(truth.uops_of(i)[0].ports for i in comp))),
+            "checks": res.stats.get("solver_checks") if res is not None else None,
+            "mapping": mapping_to_json(res.mapping) if res is not None and res.mapping else None}
+
+
+def run_components(args: argparse.Namespace) -> None:
+    sizes = COMPONENTS if not args.sizes else [int(x) for x in args.sizes.split(",")]
+    done = run_rows(args, [(str(n), 0, n) for n in sizes], "--component-one")
+    ladder_table(done, [(n, None) for n in sizes], args.truths)
 
 
 def main() -> int:
@@ -301,14 +384,26 @@ def main() -> int:
     ap.add_argument("--reference", default=REFERENCE, help=f"the reference commit (default {REFERENCE})")
     ap.add_argument("--reference-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cegis-reference"),
                     help="where the reference commit's pmsolve/ is unpacked")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per ladder run (then: ≥ that)")
+    ap.add_argument("--cpu-limit", type=float, default=900.0, help="CPU seconds per ladder run (then: ≥ that)")
+    ap.add_argument("--jobs", type=int, default=1, help="ladder runs at once (each in its own process)")
+    ap.add_argument("--components", action="store_true",
+                    help="the structure stage's port search on generated components of 6–12 blocking candidates "
+                         "(10 ports), new vs the reference commit, like --ladder")
     ap.add_argument("--ladder-one", help=argparse.SUPPRESS)
+    ap.add_argument("--component-one", help=argparse.SUPPRESS)
     add_executor_arguments(ap, workers_help="independent runs at once (timings then include contention)")
     args = ap.parse_args()
     if args.ladder_one:
         size, g = args.ladder_one.split(":")
         n, k = (int(x) for x in size.split("x"))
         print(json.dumps(ladder_one(k, n, int(g))))
+        return 0
+    if args.component_one:
+        size, g = args.component_one.split(":")
+        print(json.dumps(component_one(int(size.split("x")[0]), int(g))))
+        return 0
+    if args.components:
+        run_components(args)
         return 0
     if args.ladder:
         if args.summary:

@@ -138,6 +138,7 @@ class Cegis:
             self.session.add(self._symmetry_breaking())
         self._cuts_to_keep: list[Formula] = []
         self._obs_table: tuple[np.ndarray, list[int], list[int]] | None = None
+        self._cuts_of: dict[Experiment, list[Formula]] = {}  # the Hall cuts found, per measurement
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
         self.joint_proof = False
@@ -426,26 +427,31 @@ class Cegis:
             if cut is None:
                 raise SolverError(f"internal error: the overload of {e} was misjudged")
             self._cuts_to_keep.append(cut)
+            self._cuts_of.setdefault(e, []).append(cut)
             self.session.add(cut)
             self.stats["cuts"] += 1
         return bool(over)
 
-    def _overloaded(self, m: PortMapping) -> list[int]:
-        """The measurements whose port bound under `m` exceeds the measured value (plus ε·|e|;
-        reached counts with noise), in exact integer arithmetic over all of them at once."""
-        if not self.obs:
+    def _overloaded(self, m: PortMapping, obs: list[tuple[Experiment, Fraction]] | None = None) -> list[int]:
+        """The measurements (default: all so far) whose port bound under `m` exceeds the measured
+        value (plus ε·|e|; reached counts with noise), exactly, in integers, all at once."""
+        obs = self.obs if obs is None else obs
+        if not obs:
             return []
         insns = self.space.instructions
-        if self._obs_table is None or len(self._obs_table[0]) != len(self.obs):
+        table = self._obs_table if obs is self.obs else None
+        if table is None or len(table[0]) != len(obs):
             col = {i: j for j, i in enumerate(insns)}
-            counts = np.zeros((len(self.obs), len(insns)), dtype=np.int64)
+            counts = np.zeros((len(obs), len(insns)), dtype=np.int64)
             his = []
-            for r, (e, t) in enumerate(self.obs):
+            for r, (e, t) in enumerate(obs):
                 for i, c in e.items():
                     counts[r, col[i]] = c
                 his.append(t + self.eps * e.size if self.eps else t)
-            self._obs_table = (counts, [h.numerator for h in his], [h.denominator for h in his])
-        counts, num, den = self._obs_table
+            table = (counts, [h.numerator for h in his], [h.denominator for h in his])
+            if obs is self.obs:
+                self._obs_table = table
+        counts, num, den = table
         _, width, inside = inside_masses(m, insns, self.space.ports)
         load = counts @ inside
         big = max(den) * max(1, int(load.max())) >= 2**62 or max(num) * len(self.space.ports) >= 2**62
@@ -630,6 +636,55 @@ class Cegis:
                 return res
 
     # ----- unsat cores
+    def _infeasible_clauses(self, obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]],
+                            core: bool) -> tuple[bool, set[str]]:
+        """Do these measurements and option constraints admit no mapping? The "clauses" encoding
+        in a fresh session of the run's backend: each measurement's lower half and the Hall cuts
+        found for it so far (named after it, for the core), more cuts while candidates call for
+        them (:meth:`_add_cuts`), every candidate checked exactly. Returns (infeasible, the
+        names in the core: "observed[e]" and option names)."""
+        from pmsolve.backends import open_session
+
+        session = open_session(self.backend, timeout=self.options.timeout, options=dict(self.options.solver_options or {}))
+        try:
+            session.add(self.m_free.constraints)
+            for name, f in opts:
+                session.add(f, name=name)
+            owner: dict[str, str] = {}
+
+            def add(e: Experiment, f: Formula, name: str) -> None:
+                owner[name] = f"observed[{e}]"
+                session.add(f, name=name)
+
+            for n, (e, t) in enumerate(obs):
+                add(e, observation_clauses(self.m_free, e, t, f"k{n}.", epsilon=self.eps, r_max=self.r_max), f"observed[{e}]")
+                if self.options.implied:
+                    w = singleton_width(self.m_free, e, t, epsilon=self.eps, r_max=self.r_max)
+                    if w is not None:
+                        add(e, w, f"width[{e}]")
+                for k, f in enumerate(self._cuts_of.get(e, [])):
+                    add(e, f, f"cut{k}[{e}]")
+            while True:
+                res = session.check(core=core, values=self._mapping_vars)
+                self.stats["solver_checks"] += 1
+                if res.infeasible:
+                    return True, {owner.get(x, x) for x in res.core}
+                if not res.feasible:
+                    raise SolverError(f"unsat core: {self.backend} gave no answer ({res.status}: {res.reason})")
+                over = self._overloaded(self.m_free.decode(res.model), obs)
+                if not over:
+                    return False, set()
+                for n in over:
+                    e, t = obs[n]
+                    cut = hall_cut(self.m_free, e, t, res.model, f"k.h{self.stats['cuts']}.", epsilon=self.eps)
+                    if cut is None:
+                        raise SolverError(f"internal error: the overload of {e} was misjudged")
+                    self.stats["cuts"] += 1
+                    self._cuts_of.setdefault(e, []).append(cut)
+                    add(e, cut, f"cut{len(self._cuts_of[e]) - 1}[{e}]")
+        finally:
+            session.close()
+
     def conflict(self) -> Conflict:
         """The measurements (and option constraints) that together admit no mapping, minimised."""
         from pmsolve.backends import solve
@@ -650,8 +705,15 @@ class Cegis:
             return p
 
         backend = self.options.backend if C.UNSAT_CORE in self.session.backend.capabilities else None
-        res = solve(problem(self.obs, self.option_constraints), backend, core=True, timeout=self.options.timeout)
-        names = set(res.core) if res.infeasible else set()
+
+        def infeasible(obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]],
+                       core: bool = False) -> tuple[bool, set[str]]:
+            if self.encoding == "clauses":
+                return self._infeasible_clauses(obs, opts, core)
+            res = solve(problem(obs, opts), backend, core=core, timeout=self.options.timeout)
+            return res.infeasible, set(res.core) if res.infeasible else set()
+
+        _, names = infeasible(self.obs, self.option_constraints, core=True)
         obs = [(e, t) for e, t in self.obs if f"observed[{e}]" in names] or list(self.obs)
         opts = [(n, f) for n, f in self.option_constraints if n in names]
         if self.options.core == "solver":
@@ -660,11 +722,11 @@ class Cegis:
         # deletion-based minimisation: drop what the contradiction does not need
         for item in list(obs):
             trial = [x for x in obs if x != item]
-            if trial and solve(problem(trial, opts), backend, timeout=self.options.timeout).infeasible:
+            if trial and infeasible(trial, opts)[0]:
                 obs = trial
         for item in list(opts):
             trial = [x for x in opts if x != item]
-            if solve(problem(obs, trial), backend, timeout=self.options.timeout).infeasible:
+            if infeasible(obs, trial)[0]:
                 opts = trial
         insns = sorted({i for e, _ in obs for i in e})
         return Conflict(tuple(obs), tuple(insns), tuple(n for n, _ in opts), conflict_hint(obs, self.eps, len(self.space.ports)))
