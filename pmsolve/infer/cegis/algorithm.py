@@ -35,8 +35,6 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.backends import capabilities as C
 from pmsolve.encodings.cardinality import between
@@ -51,7 +49,7 @@ from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.cegis.encode import hall_cut, observation_bounds, observation_clauses, singleton_width
 from pmsolve.infer.cegis.options import CegisOptions, MappingVars, as_fraction
 from pmsolve.infer.cegis.result import CegisResult, Conflict, Refutation, compact, conflict_hint
-from pmsolve.infer.cegis.screen import Screen, count_experiments, inside_masses
+from pmsolve.infer.cegis.screen import Screen, count_experiments, overloaded
 from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_names
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
@@ -137,7 +135,6 @@ class Cegis:
         if o.symmetry:
             self.session.add(self._symmetry_breaking())
         self._cuts_to_keep: list[Formula] = []
-        self._obs_table: tuple[np.ndarray, list[int], list[int]] | None = None
         self._cuts_of: dict[Experiment, list[Formula]] = {}  # the Hall cuts found, per measurement
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
@@ -433,33 +430,7 @@ class Cegis:
         return bool(over)
 
     def _overloaded(self, m: PortMapping, obs: list[tuple[Experiment, Fraction]] | None = None) -> list[int]:
-        """The measurements (default: all so far) whose port bound under `m` exceeds the measured
-        value (plus ε·|e|; reached counts with noise), exactly, in integers, all at once."""
-        obs = self.obs if obs is None else obs
-        if not obs:
-            return []
-        insns = self.space.instructions
-        table = self._obs_table if obs is self.obs else None
-        if table is None or len(table[0]) != len(obs):
-            col = {i: j for j, i in enumerate(insns)}
-            counts = np.zeros((len(obs), len(insns)), dtype=np.int64)
-            his = []
-            for r, (e, t) in enumerate(obs):
-                for i, c in e.items():
-                    counts[r, col[i]] = c
-                his.append(t + self.eps * e.size if self.eps else t)
-            table = (counts, [h.numerator for h in his], [h.denominator for h in his])
-            if obs is self.obs:
-                self._obs_table = table
-        counts, num, den = table
-        _, width, inside = inside_masses(m, insns, self.space.ports)
-        load = counts @ inside
-        big = max(den) * max(1, int(load.max())) >= 2**62 or max(num) * len(self.space.ports) >= 2**62
-        kind = object if big else np.int64
-        lhs = load.astype(kind) * np.array(den, dtype=kind)[:, None]
-        rhs = np.array(num, dtype=kind)[:, None] * width.astype(kind)[None, :]
-        over = (lhs >= rhs) if self.eps else (lhs > rhs)
-        return [int(r) for r in np.nonzero(over.any(axis=1))[0]]
+        return overloaded(m, self.space.instructions, self.space.ports, self.obs if obs is None else obs, self.eps)
 
     @contextmanager
     def _pushed(self) -> Iterator[None]:

@@ -9,8 +9,11 @@ every experiment that is used is re-checked with the exact formula in Fractions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fractions import Fraction
 from itertools import combinations_with_replacement
 from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +52,32 @@ def inside_masses(mapping: PortMapping, instructions: tuple[str, ...], ports: tu
     for j, count, mask in kinds:
         A[j] += count * ((closed & mask) == mask)
     return closed, width, A
+
+
+def overloaded(mapping: PortMapping, instructions: tuple[str, ...], ports: tuple[str, ...],
+               observations: Sequence[tuple[Experiment, Fraction]], epsilon: Fraction | None = None) -> list[int]:
+    """Indices of the observations (experiment, measured tp⁻¹) whose port bound under `mapping`
+    exceeds the measured value (plus ε·|e|; with noise, reaching it counts too): exact, in
+    integers (the bound is mass/|Q| and the measurements are fractions), all at once."""
+    if not observations:
+        return []
+    col = {i: j for j, i in enumerate(instructions)}
+    counts = np.zeros((len(observations), len(instructions)), dtype=np.int64)
+    num, den = [], []
+    for r, (e, t) in enumerate(observations):
+        for i, c in e.items():
+            counts[r, col[i]] = c
+        hi = Fraction(t) + epsilon * e.size if epsilon else Fraction(t)
+        num.append(hi.numerator)
+        den.append(hi.denominator)
+    _, width, inside = inside_masses(mapping, instructions, ports)
+    load = counts @ inside
+    big = max(den) * max(1, int(load.max())) >= 2**62 or max(abs(x) for x in num) * len(ports) >= 2**62
+    kind: Any = object if big else np.int64  # Python integers where int64 could overflow
+    lhs = load.astype(kind) * np.array(den, dtype=kind)[:, None]
+    rhs = np.array(num, dtype=kind)[:, None] * width.astype(kind)[None, :]
+    over = (lhs >= rhs) if epsilon else (lhs > rhs)
+    return [int(r) for r in np.nonzero(over.any(axis=1))[0]]
 
 
 class Screen:
