@@ -256,8 +256,9 @@ def run_rows(args: argparse.Namespace, points: list[tuple[str, int, int]], mode:
                 if line.strip():
                     r = json.loads(line)
                     done[r["size"], r["truth"], r["route"]] = r
+    routes = [(r, root) for r, root in (("new", None), ("reference", ref_root)) if r in args.routes.split(",")]
     jobs = [(key, g, route, root, k, n, args.cpu_limit, mode)
-            for route, root in (("new", None), ("reference", ref_root))
+            for route, root in routes
             for key, k, n in points for g in range(args.truths) if (key, g, route) not in done]
 
     def finished(row: dict) -> None:
@@ -385,6 +386,7 @@ def main() -> int:
     ap.add_argument("--reference-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cegis-reference"),
                     help="where the reference commit's pmsolve/ is unpacked")
     ap.add_argument("--cpu-limit", type=float, default=900.0, help="CPU seconds per ladder run (then: ≥ that)")
+    ap.add_argument("--routes", default="new,reference", help="which routes to run: new, reference or both")
     ap.add_argument("--jobs", type=int, default=1, help="ladder runs at once (each in its own process)")
     ap.add_argument("--components", action="store_true",
                     help="the structure stage's port search on generated components of 6–12 blocking candidates "

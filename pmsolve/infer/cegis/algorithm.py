@@ -15,8 +15,12 @@ Two ways to implement findOtherMapping are offered (``strategy``):
 
 Both run in one incremental solver session; port-renaming symmetry is broken by ordering the
 port columns of the mapping lexicographically (and, for fixed µop counts, the µop rows of each
-instruction), so each class of renamed mappings is searched once. Every mapping and experiment a
-solver returns is re-checked with the exact bottleneck formula in Fractions before it is used.
+instruction), so each class of renamed mappings is searched once. Measurements enter the session
+in the ``encoding`` of :class:`CegisOptions`: by default the pure-boolean "clauses" form on a
+SAT solver, whose upper bounds are Hall cuts added while candidates overload a port set
+(:meth:`Cegis._check` loops until a candidate explains every measurement exactly). Every mapping
+and experiment a solver returns is re-checked with the exact bottleneck formula in Fractions
+before it is used.
 
 Measurements go through a caching oracle kept in a fingerprinted state file
 (:class:`~pmsolve.fileio.StateFile`, :class:`~pmsolve.harness.cache.CachingOracle`), with the
@@ -495,7 +499,7 @@ class Cegis:
         p.add(differ(r1.t, r2.t, e_free, self.eps))
         p.strict_margin = self._margin()
         t0 = time.perf_counter()
-        res = solve(p, self.options.backend, timeout=self.options.timeout)
+        res = solve(p, self._arithmetic_backend(), timeout=self.options.timeout)
         self.stats["find_other_s"] += time.perf_counter() - t0
         self.stats["solver_checks"] += 1
         if res.infeasible:
@@ -589,6 +593,15 @@ class Cegis:
             raise SolverError(f"{self.backend} returned {e}, which does not separate m1 and m2")
         return m2, e, res.model
 
+    def _arithmetic_backend(self) -> str:
+        """The chosen backend for questions with arithmetic (a free experiment's throughput),
+        unless it is a pure SAT solver: then the automatic choice."""
+        from pmsolve.backends import AUTO, get
+        from pmsolve.backends.registry import requested_name
+
+        name = requested_name(self.options.backend)
+        return name if name == AUTO or C.SMT in get(name).capabilities else AUTO
+
     def _solve_beside(self, extra: list[Formula]) -> Any:
         """The session's stack and `extra` solved once on an SMT backend (with the lazy Hall
         clauses its answers call for, which go to the session)."""
@@ -598,7 +611,7 @@ class Cegis:
             p = self.session.problem().add(extra)
             p.strict_margin = self._margin()
             t0 = time.perf_counter()
-            res = solve(p, None, timeout=self.options.timeout)
+            res = solve(p, self._arithmetic_backend(), timeout=self.options.timeout)
             self.stats["find_other_s"] += time.perf_counter() - t0
             self.stats["solver_checks"] += 1
             if not res.feasible and not res.infeasible:
