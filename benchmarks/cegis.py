@@ -311,7 +311,7 @@ def ladder_table(done: dict, sizes: list, truths: int) -> None:
 
 
 # --------------------------------------------------------------------------- structure-stage components
-COMPONENTS = [6, 8, 10, 11, 12]  # blocking candidates in one component (10 ports, R_max 6)
+COMPONENTS = [6, 8, 10, 11, 12]  # blocking candidates in one component (on up to 10 ports, R_max 6)
 
 
 def component_truth(n: int, g: int, ports: int = 10) -> PortMapping:
@@ -344,7 +344,9 @@ def component_one(n: int, g: int) -> dict:
     oracle = SimulatedOracle(truth, r_max=r_max)
     comp = list(truth.instructions)
     size = {i: len(truth.uops_of(i)[0].ports) for i in comp}
-    o = ExplainOptions(timeout=20.0, tolerance=0.0)  # the main job's per-check timeout; an exact oracle
+    # the main job's per-check timeout; an exact oracle; port counts up to the sum of the sizes, so that
+    # the search reaches the truth's count (the main job tries 2 beyond the lower bound, then multiplicities)
+    o = ExplainOptions(timeout=20.0, tolerance=0.0, extra_ports=16)
     pairs = S.pair_experiments(sorted(comp), size)
     values = dict(zip(pairs, oracle.measure(pairs)))
     interacting = {frozenset(e) for e, t in values.items() if S.interacts(e, t, size, r_max, o)}
