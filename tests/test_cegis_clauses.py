@@ -112,6 +112,18 @@ def test_hall_cut_removes_the_candidate_and_keeps_the_truth(case, eps):
         assert holds(cut, *fixed(enc, truth))
 
 
+def test_hall_cut_rounds_the_port_count_up():
+    """3 µops measured at 3/4 cycle: two of them need ⌈2 / (3/4)⌉ = 3 ports, not 2."""
+    truth = mapping_2l(PORTS, [["p0", "p1"], ["p2", "p3"], list(PORTS)])
+    cand = mapping_2l(PORTS, [["p0", "p1"], ["p0", "p1"], ["p2"]])
+    enc = two_level_mapping(truth.instructions, PORTS)
+    e = Experiment({"i0": 1, "i1": 1, "i2": 1})
+    assert inverse_throughput(truth, e) == Fraction(3, 4)
+    model = {enc.port(i, k).name: k in cand.uops_of(i)[0].ports for i in cand.instructions for k in PORTS}
+    cut = hall_cut(enc, e, Fraction(3, 4), model, "h.")
+    assert not holds(cut, *fixed(enc, cand)) and holds(cut, *fixed(enc, truth))
+
+
 def test_hall_cut_on_fixed_counts():
     enc = fixed_count_mapping({"a": 2, "b": 1}, PORTS)
     truth = PortMapping(list(PORTS), {"a": [Uop(frozenset({"p0"}), 1), Uop(frozenset({"p1", "p2"}), 1)],
