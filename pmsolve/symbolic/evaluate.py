@@ -130,27 +130,25 @@ def model_violations(variables: Iterable[Any], constraints: Iterable[Any],
         return bad
     ev = ModelEvaluator(assignment)
     for c in constraints:
-        fast = n._once(c.formula, "_holds", lambda: _compile_boolean(c.formula) or _NOT_COMPILED)
+        # a compiled boolean formula only confirms "true"; anything else the evaluator decides
+        fast = n._once(c.formula, "_holds", lambda: _compile_boolean(c.formula) or False)
         try:
-            ok = fast is not _NOT_COMPILED and fast(assignment) is True
+            ok = fast is not False and fast(assignment) is True
         except KeyError:
             ok = False
-        if not ok and not ev.visit(c.formula):  # the evaluator decides (and names a missing value)
+        if not ok and not ev.visit(c.formula):
             bad.append(f"violated {c.name or 'constraint'}: {c.formula}")
     return bad
-
-
-def _NOT_COMPILED(assignment: Assignment) -> bool:  # noqa: N802 - marks formulas left to the evaluator
-    raise AssertionError("not compiled")
 
 
 _BOOL_OPS = {"and": " and ", "or": " or "}
 
 
 def _compile_boolean(f: n.Formula, max_depth: int = 60) -> Any:
-    """A purely boolean formula as one compiled Python expression (the same truth value as
-    :class:`ModelEvaluator`, many times faster on the large clause sets of SAT encodings), or
-    None when it has other kinds of nodes or nests too deep for the parser."""
+    """A purely boolean formula as one compiled Python expression: true exactly when
+    :class:`ModelEvaluator` says true (a variable counts only when its value is the boolean
+    True), many times faster on the large clause sets of SAT encodings, which the sessions
+    validate on every check. None when the formula has other kinds of nodes or nests too deep."""
     def expr(g: n.Formula, depth: int) -> str | None:
         if depth > max_depth:
             return None
