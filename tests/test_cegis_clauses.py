@@ -302,3 +302,18 @@ def test_conflict_core_is_the_contradiction(encoding):
                                                  extra_initial=tuple(e for e in values if e.size == 2)))
     assert res.status == "inconsistent"
     assert {e for e, _ in res.conflict.experiments} == {ab, ac, bc}
+
+
+def test_sat_session_reads_back_only_the_given_variables_and_names_cores():
+    from pmsolve.backends import open_session
+
+    a, b, c = Bool("a"), Bool("b"), Bool("c")
+    with open_session("sat") as s:
+        s.add(Or(a, b))
+        s.add(Implies(a, c))
+        s.add(Not(b), name="not b")
+        r = s.check(values=[a])
+        assert r.feasible and r.model == {"a": True}
+        s.add(Not(c), name="not c")
+        r = s.check(core=True, values=[a])
+        assert r.infeasible and set(r.core) == {"not b", "not c"}
