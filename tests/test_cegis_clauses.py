@@ -24,6 +24,7 @@ from pmsolve.model import Experiment, PortMapping, Uop
 from pmsolve.symbolic import And, Bool, Formula, Iff, Implies, Not, Or, Problem
 from pmsolve.symbolic.evaluate import ModelEvaluator, _compile_boolean
 from pmsolve.throughput import inverse_throughput
+from test_cegis import ListOracle
 
 PORTS = ("p0", "p1", "p2", "p3")
 
@@ -275,30 +276,14 @@ def test_encodings_infer_the_same_exact_mapping(encoding, kw):
     assert (res.stats["backend"] == "sat") == (encoding == "clauses")
 
 
-class DictOracle:
-    """Answers from a dict: contradictory measurements on purpose."""
-
-    def __init__(self, values: dict[Experiment, Fraction]):
-        self.values = values
-
-    instructions = property(lambda self: tuple(sorted({i for e in self.values for i in e})))
-    has_uop_counter = False
-
-    def measure(self, exps):
-        return [float(self.values[e]) for e in exps]
-
-    def describe(self):
-        return "dict"
-
-
 @pytest.mark.parametrize("encoding", ["clauses", "bounds"])
 def test_conflict_core_is_the_contradiction(encoding):
     """a shares b's port and c's port, but b and c share none: no 2-port mapping; d is innocent
     (the example of test_cegis, on both encodings: the clauses one finds its core in SAT sessions)."""
     ab, ac, bc = Experiment({"a": 1, "b": 1}), Experiment({"a": 1, "c": 1}), Experiment({"b": 1, "c": 1})
-    values = {Experiment({"a": 1}): 1, Experiment({"b": 1}): 1, Experiment({"c": 1}): 1, Experiment({"d": 1}): Fraction(1, 2),
-              Experiment({"a": 1, "d": 1}): 1, ab: 2, ac: 2, bc: 1}
-    res = infer(DictOracle(values), CegisOptions(ports=2, encoding=encoding,
+    values = {Experiment({"a": 1}): 1.0, Experiment({"b": 1}): 1.0, Experiment({"c": 1}): 1.0, Experiment({"d": 1}): 0.5,
+              Experiment({"a": 1, "d": 1}): 1.0, ab: 2.0, ac: 2.0, bc: 1.0}
+    res = infer(ListOracle(values), CegisOptions(ports=2, encoding=encoding,
                                                  extra_initial=tuple(e for e in values if e.size == 2)))
     assert res.status == "inconsistent"
     assert {e for e, _ in res.conflict.experiments} == {ab, ac, bc}
