@@ -15,6 +15,18 @@ skipped, so the grid can be run in the background, interrupted and continued:
     python benchmarks/cegis.py --summary --log cegis_grid.jsonl         # just print the table
     python benchmarks/cegis.py --points 6x10 --lever symmetry=0 --log levers.jsonl
     python benchmarks/cegis.py --points 4x8 --workers 2 --log g.jsonl   # runs on a pool (or --scheduler)
+    python benchmarks/cegis.py --ladder --log ladder.jsonl              # issue 42's size ladder, new vs cb01ca0
+    python benchmarks/cegis.py --components --log comps.jsonl           # the structure stage's port search
+
+The ladder (10×6, 10×8, 16×8, 16×10, 20×10 instructions × ports; --truths seeds each) infers
+random two-level truths exactly with the default options, as `pmsolve infer cegis --oracle
+simulated:TRUTH --ports K` does, once with this tree and once with the reference commit's
+pmsolve/ (unpacked by `git archive` into --reference-dir), each run in its own interpreter and
+stopped after --cpu-limit CPU seconds; it prints wall and CPU seconds, solver checks and
+measurements per size, the reference/new ratios (median over seeds of the per-seed ratio) and
+how many results are exact (the mapping predicts the truth's tp⁻¹ on every experiment of ≤ 3
+instructions and 500 random ones of 4–8). `--components` does the same for the counter-free
+structure stage's port search on generated components of 6–12 blocking candidates.
 
 The table lists median [min–max] seconds and added experiments per point next to the
 dissertation's figures (i9-10900K, single thread; read off Fig. 4.6 / Table 4.1 text).
