@@ -57,7 +57,7 @@ from pmsolve.infer.cegis.screen import Screen, count_experiments, overloaded
 from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_names
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem, Sum, ite
+from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem
 from pmsolve.throughput import inverse_throughput
 
 Candidate = tuple[PortMapping, dict[str, Any]]  # a mapping and the solver model it was decoded from
