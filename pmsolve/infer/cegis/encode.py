@@ -17,9 +17,9 @@ and fixed µop counts, whose µop masses are constants): the lower bound with co
 q_k and the held mass, and the upper bound by Hall's theorem — the flow exists iff every set X
 of µops may use at least mass(X)/U ports — of which only the sets X some candidate overloads are
 asserted, lazily (CEGAR inside CEGIS: each such cut removes that candidate and no mapping that
-explains the measurement). The problem stays pure boolean, a SAT solver's home ground; on a
-two-level truth of 16 instructions on 10 ports it is decided ~40× faster than the bounds form
-on z3 (issue 42; benchmarks/cegis.py --ladder).
+explains the measurement). The problem stays pure boolean, a SAT solver's home ground: a
+two-level truth of 16 instructions on 10 ports takes seconds instead of minutes (issue 42;
+benchmarks/cegis.py --ladder).
 """
 
 from __future__ import annotations
