@@ -256,18 +256,24 @@ def _ladder_job(job: tuple) -> dict:
     return row
 
 
+def read_rows(log: str) -> dict:
+    """The rows of a ladder or components log, by (size, truth, route); a later line wins."""
+    done: dict = {}
+    if os.path.exists(log):
+        with open(log) as fh:
+            for line in fh:
+                if line.strip():
+                    r = json.loads(line)
+                    done[r["size"], r["truth"], r["route"]] = r
+    return done
+
+
 def run_rows(args: argparse.Namespace, points: list[tuple[str, int, int]], mode: str) -> dict:
     """Every (point, seed) on both routes, the new route's runs first, `--jobs` at a time; JSON
     lines into --log (resumable). points: (key, ports, instructions)."""
     from concurrent.futures import ThreadPoolExecutor
     ref_root = reference_tree(args.reference, args.reference_dir)
-    done: dict = {}
-    if os.path.exists(args.log):
-        with open(args.log) as fh:
-            for line in fh:
-                if line.strip():
-                    r = json.loads(line)
-                    done[r["size"], r["truth"], r["route"]] = r
+    done = read_rows(args.log)
     routes = [(r, root) for r, root in (("new", None), ("reference", ref_root)) if r in args.routes.split(",")]
     jobs = [(key, g, route, root, k, n, args.cpu_limit, mode)
             for route, root in routes
@@ -356,9 +362,11 @@ def component_one(n: int, g: int) -> dict:
     oracle = SimulatedOracle(truth, r_max=r_max)
     comp = list(truth.instructions)
     size = {i: len(truth.uops_of(i)[0].ports) for i in comp}
-    # the main job's per-check timeout; an exact oracle; port counts up to the sum of the sizes, so that
-    # the search reaches the truth's count (the main job tries 2 beyond the lower bound, then multiplicities)
-    o = ExplainOptions(timeout=20.0, tolerance=0.0, extra_ports=16)
+    # no per-check timeout (the main job's 20 s are wall-clock: on a loaded machine at low priority
+    # they fire and leave port counts open); an exact oracle; port counts up to the sum of the
+    # sizes, so that the search reaches the truth's count (the main job tries 2 beyond the lower
+    # bound, then multiplicities)
+    o = ExplainOptions(tolerance=0.0, extra_ports=16)
     pairs = S.pair_experiments(sorted(comp), size)
     values = dict(zip(pairs, oracle.measure(pairs)))
     interacting = {frozenset(e) for e, t in values.items() if S.interacts(e, t, size, r_max, o)}
@@ -418,17 +426,16 @@ def main() -> int:
         size, g = args.component_one.split(":")
         print(json.dumps(component_one(int(size.split("x")[0]), int(g))))
         return 0
+    if args.components and args.summary:
+        sizes = COMPONENTS if not args.sizes else [int(x) for x in args.sizes.split(",")]
+        ladder_table(read_rows(args.log), [(n, None) for n in sizes], args.truths)
+        return 0
     if args.components:
         run_components(args)
         return 0
     if args.ladder:
         if args.summary:
-            done = {}
-            with open(args.log) as fh:
-                for line in fh:
-                    if line.strip():
-                        r = json.loads(line)
-                        done[r["size"], r["truth"], r["route"]] = r
+            done = read_rows(args.log)
             sizes = LADDER if not args.sizes else [tuple(int(x) for x in p.split("x")) for p in args.sizes.split(",")]
             ladder_table(done, sizes, args.truths)
         else:
