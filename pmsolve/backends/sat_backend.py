@@ -87,6 +87,7 @@ class SatEngine(Engine):
         self._frames: list[int] = [self.pool.id(("frame", 0))]
         self._tracks: list[list[tuple[str, int]]] = [[]]
         self._nframes = 1
+        self._var_ids: dict[str, int] = {}
         self.tseitin = Tseitin(self)
 
     def lit(self, f: n.Formula) -> int:
@@ -117,7 +118,12 @@ class SatEngine(Engine):
     def check(self, problem: Problem, core: bool) -> RawResult:
         if problem.objective is not None:
             raise SolverError("the sat backend cannot optimise an objective")
-        for v in problem.variables():
+        return self.check_values(problem.variables(), core)
+
+    def check_values(self, variables: Any, core: bool) -> RawResult:
+        """Solve the live levels; on sat read back `variables` (see Session.check(values=...))."""
+        variables = list(variables)
+        for v in variables:
             if not isinstance(v, n.BoolVar):
                 raise SolverError(f"the sat backend only takes boolean variables, not {v.name}")
         tracks = [t for fr in self._tracks for t in fr]
@@ -135,9 +141,13 @@ class SatEngine(Engine):
         if ok is None:
             return RawResult(R.UNKNOWN, reason="timeout")
         if ok:
-            model = set(self.solver.get_model() or [])
-            return RawResult(R.SAT, {v.name: self.pool.id(("var", v.name)) in model
-                                     for v in problem.variables()})
+            model = self.solver.get_model() or []
+            true = {lit for lit in model if lit > 0}
+            ids = self._var_ids
+            for v in variables:
+                if v.name not in ids:
+                    ids[v.name] = self.pool.id(("var", v.name))
+            return RawResult(R.SAT, {v.name: ids[v.name] in true for v in variables})
         named: tuple[str, ...] = ()
         if core:
             got = set(self.solver.get_core() or [])

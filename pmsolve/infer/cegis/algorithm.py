@@ -15,8 +15,12 @@ Two ways to implement findOtherMapping are offered (``strategy``):
 
 Both run in one incremental solver session; port-renaming symmetry is broken by ordering the
 port columns of the mapping lexicographically (and, for fixed µop counts, the µop rows of each
-instruction), so each class of renamed mappings is searched once. Every mapping and experiment a
-solver returns is re-checked with the exact bottleneck formula in Fractions before it is used.
+instruction), so each class of renamed mappings is searched once. Measurements enter the session
+in the ``encoding`` of :class:`CegisOptions`: by default the pure-boolean "clauses" form on a
+SAT solver, whose upper bounds are Hall cuts added while candidates overload a port set
+(:meth:`Cegis._check` loops until a candidate explains every measurement exactly). Every mapping
+and experiment a solver returns is re-checked with the exact bottleneck formula in Fractions
+before it is used.
 
 Measurements go through a caching oracle kept in a fingerprinted state file
 (:class:`~pmsolve.fileio.StateFile`, :class:`~pmsolve.harness.cache.CachingOracle`), with the
@@ -27,7 +31,8 @@ and a state file of another oracle or space is refused.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
@@ -35,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
+from pmsolve.backends import capabilities as C
+from pmsolve.encodings.cardinality import between
 from pmsolve.encodings.experiments import free_experiment
 from pmsolve.encodings.mappings import fixed_mapping
 from pmsolve.encodings.relate import differ, relate_throughput, separation
@@ -43,14 +50,14 @@ from pmsolve.errors import SolverError, ValidationError
 from pmsolve.fileio import StateFile
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.protocol import oracle_fingerprint
-from pmsolve.infer.cegis.encode import observation_bounds
+from pmsolve.infer.cegis.encode import hall_cut, observation_bounds, observation_clauses, singleton_width
 from pmsolve.infer.cegis.options import CegisOptions, MappingVars, as_fraction
 from pmsolve.infer.cegis.result import CegisResult, Conflict, Refutation, compact, conflict_hint
-from pmsolve.infer.cegis.screen import Screen, count_experiments
+from pmsolve.infer.cegis.screen import Screen, count_experiments, overloaded
 from pmsolve.infer.common import UnseenCheck, check_unseen, likely_cause, port_names
 from pmsolve.infer.progress import Progress, emitter
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem, Sum, ite
+from pmsolve.symbolic import And, BoolVar, Formula, Iff, Ne, Not, Or, Problem
 from pmsolve.throughput import inverse_throughput
 
 Candidate = tuple[PortMapping, dict[str, Any]]  # a mapping and the solver model it was decoded from
@@ -114,10 +121,14 @@ class Cegis:
         self.witnesses: list[Refutation] = []
         self.n_initial = 0
         self.stats: dict[str, Any] = {"solver_checks": 0, "find_mapping_s": 0.0, "find_other_s": 0.0,
-                                      "screen_s": 0.0, "equivalents": 0, "max_size": 0}
+                                      "screen_s": 0.0, "equivalents": 0, "max_size": 0, "cuts": 0}
+        self.encoding = o.encoding if o.encoding != "auto" else ("bounds" if o.kind == "power-set" else "clauses")
         self.option_constraints = self._option_constraints()
-        probe = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
-                                         epsilon=self.eps, r_max=self.r_max).problem
+        if self.encoding == "clauses" and o.strategy == "split":  # boolean: a SAT solver's problem
+            probe = Problem(name="findMapping").add(self.m_free.constraints).add([f for _, f in self.option_constraints])
+        else:
+            probe = build_find_other_mapping(self.space, self._probe_mapping(), [], bound=1,
+                                             epsilon=self.eps, r_max=self.r_max).problem
         self.session = open_session(o.backend, problem=probe, timeout=o.timeout,
                                     options=dict(o.solver_options or {}))
         self.backend = self.session.backend.name
@@ -127,6 +138,8 @@ class Cegis:
             self.session.add(f, name=name)
         if o.symmetry:
             self.session.add(self._symmetry_breaking())
+        self._cuts_to_keep: list[Formula] = []
+        self._cuts_of: dict[Experiment, list[Formula]] = {}  # the Hall cuts found, per measurement
         self._mapping_vars = [v for v in Problem().add(self.m_free.constraints).variables()]
         self._screen: Screen | None = None
         self.joint_proof = False
@@ -313,8 +326,8 @@ class Cegis:
             for r, s in enumerate(per_uop, 1):
                 if not 1 <= int(s) <= len(self.space.ports):
                     raise ValidationError(f"port_set_sizes[{insn!r}]: {s} is not between 1 and {len(self.space.ports)}")
-                total = Sum(ite(mv.port(insn, p, r), 1, 0) for p in self.space.ports)
-                out.append((f"size[{insn}.{r}={s}]", total.eq(int(s))))
+                ports = [mv.port(insn, p, r) for p in self.space.ports]
+                out.append((f"size[{insn}.{r}={s}]", between(ports, int(s), int(s), f"size[{insn}.{r}].")))
         for (i, r), (j, s) in o.shared_uops:
             same = And(*(Iff(mv.port(i, p, r), mv.port(j, p, s)) for p in self.space.ports))
             out.append((f"shared[{i}.{r}={j}.{s}]", same))
@@ -360,13 +373,20 @@ class Cegis:
         if any(e == x for x, _ in self.obs):
             raise SolverError(f"internal error: experiment {e} was already observed")
         n = len(self.obs)
-        if self.options.encoding == "bounds":
+        if self.encoding == "bounds":
             f = observation_bounds(self.m_free, e, t, f"o{n}.", epsilon=self.eps, r_max=self.r_max)
+            self.session.add(f, name=f"observed[{e}]")
+        elif self.encoding == "clauses":
+            f = observation_clauses(self.m_free, e, t, f"o{n}.", epsilon=self.eps, r_max=self.r_max)
             self.session.add(f, name=f"observed[{e}]")
         else:
             cs, match = observation(self.m_free, e, t, f"o{n}.", r_max=self.r_max, epsilon=self.eps)
             self.session.add(cs)
             self.session.add(match, name=f"observed[{e}]")
+        if self.options.implied:
+            w = singleton_width(self.m_free, e, t, epsilon=self.eps, r_max=self.r_max)
+            if w is not None:
+                self.session.add(w)
         self.obs.append((e, t))
         self.stats["max_size"] = max(self.stats["max_size"], e.size)
 
@@ -386,13 +406,49 @@ class Cegis:
 
     # ----- solver steps
     def _check(self, what: str, extra: Sequence[Any] = ()) -> Any:
-        t0 = time.perf_counter()
-        res = self.session.check(values=self._mapping_vars + list(extra))
-        self.stats["solver_checks"] += 1
-        self.stats[what] += time.perf_counter() - t0
-        if not res.feasible and not res.infeasible:
-            raise SolverError(f"{what}: {self.backend} gave no answer ({res.status}: {res.reason})")
-        return res
+        while True:
+            t0 = time.perf_counter()
+            res = self.session.check(values=self._mapping_vars + list(extra))
+            self.stats["solver_checks"] += 1
+            self.stats[what] += time.perf_counter() - t0
+            if not res.feasible and not res.infeasible:
+                raise SolverError(f"{what}: {self.backend} gave no answer ({res.status}: {res.reason})")
+            if not (res.feasible and self.encoding == "clauses" and self._add_cuts(res.model)):
+                return res
+
+    def _add_cuts(self, model: dict[str, Any]) -> bool:
+        """The lazy upper bounds of the "clauses" encoding: for each measurement the candidate
+        predicts too slow, the Hall constraint it violates (:func:`hall_cut`: every mapping that
+        explains the measurement keeps it). Kept at the bottom of the session's stack
+        (:meth:`_pushed` re-adds them after a pop). False when the candidate needs none."""
+        over = self._overloaded(self.m_free.decode(model))
+        for n in over:
+            e, t = self.obs[n]
+            cut = hall_cut(self.m_free, e, t, model, f"o{n}.h{self.stats['cuts']}.", epsilon=self.eps)
+            if cut is None:
+                raise SolverError(f"internal error: the overload of {e} was misjudged")
+            self._cuts_to_keep.append(cut)
+            self._cuts_of.setdefault(e, []).append(cut)
+            self.session.add(cut)
+            self.stats["cuts"] += 1
+        return bool(over)
+
+    def _overloaded(self, m: PortMapping, obs: list[tuple[Experiment, Fraction]] | None = None) -> list[int]:
+        return overloaded(m, self.space.instructions, self.space.ports, self.obs if obs is None else obs, self.eps)
+
+    @contextmanager
+    def _pushed(self) -> Iterator[None]:
+        """A push/pop frame of the session that keeps the cuts found inside it."""
+        outer, self._cuts_to_keep = self._cuts_to_keep, []
+        self.session.push()
+        try:
+            yield
+        finally:
+            self.session.pop()
+            kept, self._cuts_to_keep = self._cuts_to_keep, outer
+            for f in kept:
+                self.session.add(f)
+            outer.extend(kept)
 
     def _decode(self, res: Any) -> PortMapping:
         m = self.m_free.decode(res.model)
@@ -443,7 +499,7 @@ class Cegis:
         p.add(differ(r1.t, r2.t, e_free, self.eps))
         p.strict_margin = self._margin()
         t0 = time.perf_counter()
-        res = solve(p, self.options.backend, timeout=self.options.timeout)
+        res = solve(p, self._arithmetic_backend(), timeout=self.options.timeout)
         self.stats["find_other_s"] += time.perf_counter() - t0
         self.stats["solver_checks"] += 1
         if res.infeasible:
@@ -460,20 +516,17 @@ class Cegis:
                     ) -> tuple[Experiment, list[tuple[PortMapping, dict[str, Any]]]] | None:
         """Next experiment and the candidates it was chosen against, or None when m1 is proved."""
         while True:
-            self.session.push()
-            try:
+            others: list[tuple[PortMapping, dict[str, Any]]] = []
+            with self._pushed():
                 self.session.add(self._block(m1_model))
                 for _, mod in equivalents:
                     self.session.add(self._block(mod))
-                others: list[tuple[PortMapping, dict[str, Any]]] = []
                 for _ in range(max(1, self.options.committee)):
                     found = self.find_mapping_other()
                     if found is None:
                         break
                     others.append(found)
                     self.session.add(self._block(found[1]))
-            finally:
-                self.session.pop()
             if not others:
                 return None
             t0 = time.perf_counter()
@@ -522,27 +575,100 @@ class Cegis:
                     ) -> tuple[PortMapping, Experiment, dict[str, Any]] | None:
         insns = self.space.instructions
         e_free = free_experiment(insns, bound, f"{tag}E.")
-        self.session.push()
-        try:
-            self.session.add(e_free.constraints)
-            r1 = relate_throughput(fixed_mapping(m1, insns), e_free, f"{tag}d1.", r_max=self.r_max)
-            r2 = relate_throughput(self.m_free, e_free, f"{tag}d2.", r_max=self.r_max)
-            self.session.add(r1.constraints)
-            self.session.add(r2.constraints)
-            self.session.add(differ(r1.t, r2.t, e_free, self.eps))
-            e_vars = Problem().add(e_free.constraints).variables()
-            res = self._check("find_other_s", e_vars)
-            if res.infeasible:
-                return None
-            m2 = self._decode(res)
-            e = e_free.decode(res.model)
-        finally:
-            self.session.pop()
+        r1 = relate_throughput(fixed_mapping(m1, insns), e_free, f"{tag}d1.", r_max=self.r_max)
+        r2 = relate_throughput(self.m_free, e_free, f"{tag}d2.", r_max=self.r_max)
+        question = [*e_free.constraints, *r1.constraints, *r2.constraints, differ(r1.t, r2.t, e_free, self.eps)]
+        e_vars = Problem().add(e_free.constraints).variables()
+        if C.SMT in self.session.backend.capabilities:
+            with self._pushed():
+                self.session.add(question)
+                res = self._check("find_other_s", e_vars)
+        else:  # a SAT session cannot take the arithmetic: ask an SMT solver about its stack
+            res = self._solve_beside(question)
+        if res.infeasible:
+            return None
+        m2 = self._decode(res)
+        e = e_free.decode(res.model)
         if not _apart(inverse_throughput(m1, e, r_max=self.r_max), inverse_throughput(m2, e, r_max=self.r_max), e, self.eps):
             raise SolverError(f"{self.backend} returned {e}, which does not separate m1 and m2")
         return m2, e, res.model
 
+    def _arithmetic_backend(self) -> str:
+        """The chosen backend for questions with arithmetic (a free experiment's throughput),
+        unless it is a pure SAT solver: then the automatic choice."""
+        from pmsolve.backends import AUTO, get
+        from pmsolve.backends.registry import requested_name
+
+        name = requested_name(self.options.backend)
+        return name if name == AUTO or C.SMT in get(name).capabilities else AUTO
+
+    def _solve_beside(self, extra: list[Formula]) -> Any:
+        """The session's stack and `extra` solved once on an SMT backend (with the lazy Hall
+        clauses its answers call for, which go to the session)."""
+        from pmsolve.backends import solve
+
+        while True:
+            p = self.session.problem().add(extra)
+            p.strict_margin = self._margin()
+            t0 = time.perf_counter()
+            res = solve(p, self._arithmetic_backend(), timeout=self.options.timeout)
+            self.stats["find_other_s"] += time.perf_counter() - t0
+            self.stats["solver_checks"] += 1
+            if not res.feasible and not res.infeasible:
+                raise SolverError(f"joint findOtherMapping: {res.backend} gave no answer ({res.status}: {res.reason})")
+            if not (res.feasible and self.encoding == "clauses" and self._add_cuts(res.model)):
+                return res
+
     # ----- unsat cores
+    def _infeasible_clauses(self, obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]],
+                            core: bool) -> tuple[bool, set[str]]:
+        """Do these measurements and option constraints admit no mapping? The "clauses" encoding
+        in a fresh session of the run's backend: each measurement's lower half and the Hall cuts
+        found for it so far (named after it, for the core), more cuts while candidates call for
+        them (:meth:`_add_cuts`), every candidate checked exactly. Returns (infeasible, the
+        names in the core: "observed[e]" and option names)."""
+        from pmsolve.backends import open_session
+
+        session = open_session(self.backend, timeout=self.options.timeout, options=dict(self.options.solver_options or {}))
+        try:
+            session.add(self.m_free.constraints)
+            for name, f in opts:
+                session.add(f, name=name)
+            owner: dict[str, str] = {}
+
+            def add(e: Experiment, f: Formula, name: str) -> None:
+                owner[name] = f"observed[{e}]"
+                session.add(f, name=name)
+
+            for n, (e, t) in enumerate(obs):
+                add(e, observation_clauses(self.m_free, e, t, f"k{n}.", epsilon=self.eps, r_max=self.r_max), f"observed[{e}]")
+                if self.options.implied:
+                    w = singleton_width(self.m_free, e, t, epsilon=self.eps, r_max=self.r_max)
+                    if w is not None:
+                        add(e, w, f"width[{e}]")
+                for k, f in enumerate(self._cuts_of.get(e, [])):
+                    add(e, f, f"cut{k}[{e}]")
+            while True:
+                res = session.check(core=core, values=self._mapping_vars)
+                self.stats["solver_checks"] += 1
+                if res.infeasible:
+                    return True, {owner.get(x, x) for x in res.core}
+                if not res.feasible:
+                    raise SolverError(f"unsat core: {self.backend} gave no answer ({res.status}: {res.reason})")
+                over = self._overloaded(self.m_free.decode(res.model), obs)
+                if not over:
+                    return False, set()
+                for n in over:
+                    e, t = obs[n]
+                    cut = hall_cut(self.m_free, e, t, res.model, f"k.h{self.stats['cuts']}.", epsilon=self.eps)
+                    if cut is None:
+                        raise SolverError(f"internal error: the overload of {e} was misjudged")
+                    self.stats["cuts"] += 1
+                    self._cuts_of.setdefault(e, []).append(cut)
+                    add(e, cut, f"cut{len(self._cuts_of[e]) - 1}[{e}]")
+        finally:
+            session.close()
+
     def conflict(self) -> Conflict:
         """The measurements (and option constraints) that together admit no mapping, minimised."""
         from pmsolve.backends import solve
@@ -562,10 +688,16 @@ class Cegis:
                 p.add(match, name=f"observed[{e}]")
             return p
 
-        from pmsolve.backends import capabilities as C
         backend = self.options.backend if C.UNSAT_CORE in self.session.backend.capabilities else None
-        res = solve(problem(self.obs, self.option_constraints), backend, core=True, timeout=self.options.timeout)
-        names = set(res.core) if res.infeasible else set()
+
+        def infeasible(obs: list[tuple[Experiment, Fraction]], opts: list[tuple[str, Formula]],
+                       core: bool = False) -> tuple[bool, set[str]]:
+            if self.encoding == "clauses":
+                return self._infeasible_clauses(obs, opts, core)
+            res = solve(problem(obs, opts), backend, core=core, timeout=self.options.timeout)
+            return res.infeasible, set(res.core) if res.infeasible else set()
+
+        _, names = infeasible(self.obs, self.option_constraints, core=True)
         obs = [(e, t) for e, t in self.obs if f"observed[{e}]" in names] or list(self.obs)
         opts = [(n, f) for n, f in self.option_constraints if n in names]
         if self.options.core == "solver":
@@ -574,11 +706,11 @@ class Cegis:
         # deletion-based minimisation: drop what the contradiction does not need
         for item in list(obs):
             trial = [x for x in obs if x != item]
-            if trial and solve(problem(trial, opts), backend, timeout=self.options.timeout).infeasible:
+            if trial and infeasible(trial, opts)[0]:
                 obs = trial
         for item in list(opts):
             trial = [x for x in opts if x != item]
-            if solve(problem(obs, trial), backend, timeout=self.options.timeout).infeasible:
+            if infeasible(obs, trial)[0]:
                 opts = trial
         insns = sorted({i for e, _ in obs for i in e})
         return Conflict(tuple(obs), tuple(insns), tuple(n for n, _ in opts), conflict_hint(obs, self.eps, len(self.space.ports)))

@@ -14,6 +14,7 @@ from pmsolve.model import Experiment
 from pmsolve.symbolic import Bool, BoolVar, Formula, Int
 
 STRATEGIES = ("split", "joint")
+ENCODINGS = ("auto", "clauses", "bounds", "relate")
 INITIAL = ("none", "singletons", "pairs")
 
 
@@ -86,8 +87,14 @@ class CegisOptions:
       list, one per µop); ``shared_uops``: ((i, r), (j, s)) pairs whose µops have the same ports;
       ``constraints``: a function of :class:`MappingVars` returning extra IR formulas;
       ``constraints_symmetric``: declare that they do not single out ports (keeps symmetry breaking);
-    * ``encoding``: "bounds" (lean upper/lower-bound form for measured experiments, see
-      :mod:`~pmsolve.infer.cegis.encode`) or "relate" (relateThroughput as in the dissertation);
+    * ``encoding``: how a measurement becomes constraints: "clauses" (pure boolean: the lower
+      half by counters, the upper half by Hall cuts added lazily for the port sets a candidate
+      overloads, on a SAT solver; see :mod:`~pmsolve.infer.cegis.encode`), "bounds" (lean
+      upper/lower-bound form with flows, SMT), "relate" (relateThroughput as in the
+      dissertation) or "auto" (default: clauses, bounds for the power-set space, whose µop
+      masses are variables);
+    * ``implied``: add what a singleton says directly (two-level: |port set| = c/tp⁻¹) beside
+      its measurement; implied by it, so no mapping is lost, but the solver need not derive it;
     * ``reuse``: a candidate that survives a measurement becomes the next m1 without a
       findMapping call;
     * ``solver_options``: passed to the solver of the incremental session (e.g. z3 random_seed);
@@ -129,10 +136,11 @@ class CegisOptions:
     constraints_symmetric: bool = False
     timeout: float | None = None
     max_iterations: int | None = None
-    encoding: str = "bounds"
+    encoding: str = "auto"
     solver_options: Mapping[str, Any] | None = None
     core: str = "minimal"
     reuse: bool = True
+    implied: bool = True
     check_experiments: int = 8
     check_sizes: tuple[int, int] = (3, 5)
     check_seed: int = 0
@@ -140,6 +148,10 @@ class CegisOptions:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValidationError(f"unknown CEGIS strategy {self.strategy!r}: choose {', '.join(STRATEGIES)}")
+        if self.encoding not in ENCODINGS:
+            raise ValidationError(f"unknown CEGIS encoding {self.encoding!r}: choose {', '.join(ENCODINGS)}")
+        if self.encoding == "clauses" and self.kind == "power-set":
+            raise ValidationError("the clauses encoding needs constant µop masses: use bounds for the power-set space")
         if self.core not in ("minimal", "solver", "none"):
             raise ValidationError(f"unknown core {self.core!r}: choose minimal, solver or none")
         if self.initial not in INITIAL:
