@@ -26,6 +26,7 @@ import contextvars
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -93,7 +94,8 @@ class PoolExecutor(Executor):
     def _get(self) -> ProcessPoolExecutor:
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
+                                             initializer=_leave_ctrl_c_to_the_caller)
         return self._pool
 
     def worker_pids(self) -> list[int]:
@@ -110,7 +112,11 @@ class PoolExecutor(Executor):
             broken = False
             pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                try:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                except KeyboardInterrupt:
+                    self._abort()
+                    raise
                 for f in done:
                     try:
                         r = f.result()
@@ -129,10 +135,26 @@ class PoolExecutor(Executor):
                                        f"{len(items) - len(results)} of {len(items)} tasks unfinished")
         return [results[k] for k in range(len(items))]
 
+    def _abort(self) -> None:
+        """Ctrl-C: end the workers now instead of letting them finish their tasks."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):  # noqa: SLF001 - no public way
+            proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _leave_ctrl_c_to_the_caller() -> None:
+    """In a pool worker: a terminal's Ctrl-C reaches the whole process group; the calling
+    process decides what it means (and stops the pool), the worker must not die of it midway
+    through a task with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _apply(fn: Callable, args: tuple, kwargs: dict, item: Any) -> Any:

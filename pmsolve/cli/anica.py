@@ -36,7 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
     d.add_argument("--discoveries", type=NON_NEGATIVE_INT, help="stop after this many discoveries (0: no limit)")
     d.add_argument("--seconds", type=POSITIVE, help="time budget")
-    d.set_defaults(func=cmd_discover)
+    d.set_defaults(func=cmd_discover, resumes=lambda args: True)   # its campaign folder
     g = actions.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)",
                            description="Generalise one concrete block on which the predictors disagree into "
                                        "abstract blocks, printing each order's kept expansions.")

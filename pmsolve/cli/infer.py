@@ -80,7 +80,7 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (`pmsolve explain OUT`)")
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_main)
+    p.set_defaults(func=cmd_infer_main, resumes=lambda args: True)   # its work folder
     return p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
 
 
@@ -179,7 +179,7 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
     add_mapping_output(p)
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_pmevo)
+    p.set_defaults(func=cmd_infer_pmevo, resumes=lambda args: bool(args.checkpoint))
     extend_with_executor(p)  # --scheduler/--executor for PMEvo's fitness
 
 
@@ -253,7 +253,7 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
     add_mapping_output(p)
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_cegis)
+    p.set_defaults(func=cmd_infer_cegis, resumes=lambda args: bool(args.state or args.out))
 
 
 def _cegis_uops(spec: str | None, oracle: Oracle, kind: str) -> dict[str, int] | None:
@@ -386,7 +386,7 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (pmsolve format)")
     add_quiet_argument(p)
     add_json_argument(p, "machine-readable summary on stdout")
-    p.set_defaults(func=cmd_infer_explain)
+    p.set_defaults(func=cmd_infer_explain, resumes=lambda args: bool(args.state or args.out))
 
 
 def _parse_improper(items: list[str]) -> tuple[tuple[str, int], ...]:
