@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
 import sys
 import unicodedata
 from fractions import Fraction
@@ -97,9 +98,23 @@ def emit_json(data: object) -> None:
     sys.stdout.write("\n")
 
 
+#: the longest word a message quotes whole, and the longest message (characters)
+MAX_WORD, MAX_LINE = 120, 2000
+
+_LONG_WORD = re.compile(r"\S{%d,}" % (MAX_WORD + 1))
+
+
+def _shorten(text: str, head: int, tail: int) -> str:
+    return f"{text[:head]}…[{len(text) - head - tail:,} characters]…{text[-tail:]}"
+
+
 def one_line(message: str) -> str:
-    """A message on one line (its lines joined by '; '), so bad input is always one stderr line."""
-    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    """A message on one line (its lines joined by '; '), so bad input is always one stderr line;
+    what it quotes is capped (a word at :data:`MAX_WORD`, the line at :data:`MAX_LINE`
+    characters): a 100,000-character instruction name must not fill the terminal."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    line = _LONG_WORD.sub(lambda m: _shorten(m.group(0), 60, 20), line)
+    return line if len(line) <= MAX_LINE else _shorten(line, MAX_LINE - 300, 200)
 
 
 def fraction_text(x: Fraction) -> str:
