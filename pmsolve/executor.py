@@ -150,6 +150,21 @@ class PoolExecutor(Executor):
             self._pool = None
 
 
+@contextlib.contextmanager
+def _ctrl_c_left_to_the_caller() -> Iterator[None]:
+    """Processes started inside the block ignore SIGINT (an ignored signal stays ignored across
+    exec, and Python then installs no KeyboardInterrupt handler): a terminal's Ctrl-C reaches the
+    whole process group, and Dask's nannies and workers printed a traceback each."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _leave_ctrl_c_to_the_caller() -> None:
     """In a pool worker: a terminal's Ctrl-C reaches the whole process group; the calling
     process decides what it means (and stops the pool), the worker must not die of it midway
@@ -196,7 +211,7 @@ class DaskExecutor(Executor):
             # PMEvo's fitness ran 3x slower per individual than in-process. Leave malloc alone.
             environ = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
                        if not k.startswith("MALLOC_")}
-            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _ctrl_c_left_to_the_caller():
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                             host="127.0.0.1", dashboard_address=None,
                                             silence_logs=logging.ERROR, memory_limit=0)

@@ -85,7 +85,8 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (`pmsolve explain OUT`)")
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_main, resumes=lambda args: True)   # its work folder
+    # the work folder keeps a hardware run; the simulated machine's run keeps nothing
+    p.set_defaults(func=cmd_infer_main, resumes=lambda args: not args.simulated and hardware_available() is None)
     return p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
 
 
