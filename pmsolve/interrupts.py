@@ -14,7 +14,7 @@ The command line calls :func:`handling` first: its handler re-sends a signal tha
 finaliser a moment later, outside it. The solver backends turn their solver's cancellation into
 :class:`KeyboardInterrupt` (:func:`solver_cancelled`), cancel what can be cancelled, and run
 what cannot inside :func:`uncancellable`. Library callers who never call :func:`handling` keep
-Python's own behaviour.
+Python's own handler (a cancelled solver is a KeyboardInterrupt for them too).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ CANCEL_REASONS = frozenset({"canceled", "interrupted from keyboard", "interrupte
 RESEND_AFTER = 0.05
 
 _seen = [0]          # SIGINTs received while :func:`handling` is active
+_resends: list[threading.Timer] = []   # signals to send again, cancelled when :func:`handling` ends
 
 
 def _in_finaliser(frame: FrameType | None) -> bool:
@@ -50,6 +51,7 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
         timer = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signal.SIGINT))
         timer.daemon = True
         timer.start()
+        _resends.append(timer)
         return
     raise KeyboardInterrupt
 
@@ -77,6 +79,9 @@ def handling() -> Iterator[None]:
     try:
         yield
     finally:
+        for timer in _resends:   # the command is over: a late re-sent signal must not hit the caller
+            timer.cancel()
+        _resends.clear()
         signal.signal(signal.SIGINT, old)
 
 

@@ -281,3 +281,27 @@ def test_a_resumed_cegis_run_writes_the_uninterrupted_mapping_byte_for_byte(tmp_
     assert state["data"]["witnesses"]                       # resumed mid-way, not from scratch
     _uninterrupted(argv + [str(out)], capsys)
     assert out.read_bytes() == whole.read_bytes()
+
+
+@pytest.mark.parametrize("backend", ["z3", "pysmt:z3", "sat"])
+def test_a_solvers_own_timeout_stays_a_timeout(backend):
+    """Only Ctrl-C is an interrupt: a check cut short by ``timeout`` answers "unknown" and raises
+    nothing, although z3 calls it "canceled" as it calls Ctrl-C (with named constraints, whose
+    tracking literals are assumptions: as in CEGIS)."""
+    from pmsolve.backends import open_session
+    from pmsolve.backends.registry import get
+    from pmsolve.symbolic import And, Bool, Not, Or
+
+    if not get(backend).installed:
+        pytest.skip(f"{backend} is not installed")
+    x = [[Bool(f"x{i}.{j}") for j in range(11)] for i in range(12)]
+    session = open_session(backend, timeout=0.2)
+    for i in range(12):
+        session.add(Or(*x[i]), name=f"pigeon{i}")
+    for j in range(11):
+        for a in range(12):
+            for b in range(a + 1, 12):
+                session.add(Not(And(x[a][j], x[b][j])))
+    res = session.check()
+    session.close()
+    assert not res.feasible and not res.infeasible
