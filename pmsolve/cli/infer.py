@@ -26,7 +26,7 @@ from pmsolve.infer.cegis import CegisOptions
 from pmsolve.infer.cegis import infer as cegis_infer
 from pmsolve.infer.explain import ExplainOptions, infer as explain_infer
 from pmsolve.infer.explain.hooks import get_hook
-from pmsolve.infer.common import rename_options
+from pmsolve.infer.common import UnseenCheck, rename_options
 from pmsolve.infer.pmevo import PmevoOptions
 from pmsolve.infer.pmevo.checkpoint import EVOLUTION_FILE, MEASUREMENTS_FILE
 from pmsolve.infer.pmevo import infer as pmevo_infer
@@ -253,7 +253,7 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     return _known_wrong(result.unseen)
 
 
-def _known_wrong(unseen) -> int:
+def _known_wrong(unseen: UnseenCheck | None) -> int:
     """A mapping that fails its own check on unseen experiments is written, with the warning,
     but the command exits with EXIT_NO: scripts must not take it for a good one."""
     return EXIT_NO if unseen is not None and not unseen.skipped and not unseen.ok else 0
