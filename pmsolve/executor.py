@@ -26,6 +26,7 @@ import contextvars
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -93,7 +94,8 @@ class PoolExecutor(Executor):
     def _get(self) -> ProcessPoolExecutor:
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
+                                             initializer=_leave_ctrl_c_to_the_caller)
         return self._pool
 
     def worker_pids(self) -> list[int]:
@@ -110,7 +112,11 @@ class PoolExecutor(Executor):
             broken = False
             pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                try:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                except KeyboardInterrupt:
+                    self._abort()
+                    raise
                 for f in done:
                     try:
                         r = f.result()
@@ -129,10 +135,41 @@ class PoolExecutor(Executor):
                                        f"{len(items) - len(results)} of {len(items)} tasks unfinished")
         return [results[k] for k in range(len(items))]
 
+    def _abort(self) -> None:
+        """Ctrl-C: end the workers now instead of letting them finish their tasks."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):  # noqa: SLF001 - no public way
+            proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+@contextlib.contextmanager
+def _ctrl_c_left_to_the_caller() -> Iterator[None]:
+    """Processes started inside the block ignore SIGINT (an ignored signal stays ignored across
+    exec, and Python then installs no KeyboardInterrupt handler): a terminal's Ctrl-C reaches the
+    whole process group, and Dask's nannies and workers printed a traceback each."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _leave_ctrl_c_to_the_caller() -> None:
+    """In a pool worker: a terminal's Ctrl-C reaches the whole process group; the calling
+    process decides what it means (and stops the pool), the worker must not die of it midway
+    through a task with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _apply(fn: Callable, args: tuple, kwargs: dict, item: Any) -> Any:
@@ -174,7 +211,7 @@ class DaskExecutor(Executor):
             # PMEvo's fitness ran 3x slower per individual than in-process. Leave malloc alone.
             environ = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
                        if not k.startswith("MALLOC_")}
-            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _ctrl_c_left_to_the_caller():
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                             host="127.0.0.1", dashboard_address=None,
                                             silence_logs=logging.ERROR, memory_limit=0)

@@ -311,12 +311,70 @@ def test_cli_discover_report_generalize(tmp_path, capsys):
     assert main(["anica", "generalize", str(cfg), "--schemes", "bsf_r64_r64", "--quiet", "--json"]) == 0
     gen = json.loads(capsys.readouterr().out)
     assert gen["results"][0]["describe"][0].startswith("1. mnemonic: bs")
+    # --concrete takes the JSON text its help shows (report.json's minimal block), or a file holding it
+    concrete = json.dumps(doc["discoveries"][0]["minimal"]["concrete"])
+    (tmp_path / "c.json").write_text(concrete)
+    for given in (concrete, str(tmp_path / "c.json")):
+        assert main(["anica", "generalize", str(cfg), "--concrete", given, "--quiet", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["results"]
     assert main(["anica", "discover", str(tmp_path / "missing.toml"), "-o", str(out)]) == 2
 
 
 # --------------------------------------------------------------------------- kill -9
 
 PREDICTOR = "anica_helpers:MappingPredictor.predict"
+class _Clock:
+    """A fake time.monotonic that only predictor ``a``'s calls advance (1 s each): a time budget
+    then becomes a number of predictor calls, the same in every run."""
+
+    def __init__(self):
+        self.start = self.now = 1000.0
+        self.starts: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def timed(self, predictor):
+        real = predictor.predict
+
+        def predict(blocks):
+            self.starts.append(self.now - self.start)
+            self.now += 1.0
+            return real(blocks)
+
+        predictor.predict = predict
+        return predictor
+
+
+@pytest.mark.parametrize("budget, filter_unsupported", [(8, False), (44, False), (2, True)],
+                         ids=["first-block", "later-block", "form-check"])
+def test_the_time_budget_stops_predicting_when_it_is_spent(universe, tmp_path, monkeypatch, budget,
+                                                           filter_unsupported):
+    """`--seconds 5` ran past 60 s: the check of every form alone and the generalisation of an
+    interesting block did not look at the budget. Now no predictor call starts after it is spent,
+    a block cut short is not counted, and a form check cut short is redone by a rerun."""
+    import time
+
+    from pmsolve.anica import campaign
+
+    clock = _Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    monkeypatch.setattr(campaign, "FORMS_PER_CALL", 4, raising=False)
+    cfg = _cfg(max_seconds=budget, max_discoveries=0, patience=0, workers=1, filter_unsupported=filter_unsupported)
+    camp = Campaign(cfg, tmp_path, clock.timed(H.base()), H.slow_bsf(), universe=universe, progress=lambda m: None)
+    try:
+        st_ = camp.run()
+    finally:
+        camp.pair.close()
+    assert clock.starts and max(clock.starts) <= budget <= clock.now - clock.start   # spent, nothing after
+    assert st_.elapsed >= budget
+    kept = load_state(tmp_path)
+    if filter_unsupported:
+        assert kept.unsupported is None and not kept.discoveries   # the forms check did not end
+    else:
+        assert kept.unsupported == [] and kept.sampled == st_.sampled and kept.interesting >= len(kept.discoveries)
+
+
 #: two planted differences (bit scans predicted slower by a, imul crashing b), so the campaign
 #: finds several discoveries; ended by a sample budget (deterministic, unlike a time budget)
 KILL_CONFIG = ('seed = 2\nworkers = 1\n[predictors]\na = "factory:anica_helpers:slow_bsf"\n'

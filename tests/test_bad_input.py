@@ -288,6 +288,40 @@ CASES = [
     ("missing-required", ["infer", "cegis", "--oracle", SIM], "required: --ports"),
     ("bad-choice", ["convert", "fig.json", "--to", "yaml", "-o", "x.json"], "invalid choice: 'yaml'"),
     ("not-an-int", CEGIS + ["--max-count", "two"], "--max-count"),
+    # ---- issue 38: two paths that are one file, lists that name nothing, flags that contradict
+    ("cegis-state-is-out", CEGIS + ["-o", "same.json", "--state", "same.json"],
+     "-o and --state name the same file (same.json)"),
+    ("cegis-state-is-out-spelled-apart", CEGIS + ["-o", "out.json", "--state", "./sdir/../out.json"],
+     "-o and --state name the same file"),
+    ("cegis-out-is-the-oracle-file", CEGIS + ["-o", "fig.json"], "--oracle and -o name the same file"),
+    ("cegis-state-is-the-recording", ["infer", "cegis", "--oracle", "recorded:exps.json", "--ports", "3",
+                                      "--state", "exps.json"], "--oracle and --state name the same file"),
+    ("explain-state-is-out", EXPLAIN + ["-o", "same.json", "--state", "same.json"], "-o and --state name the same"),
+    ("explain-out-is-the-scheme-list", EXPLAIN + ["--schemes", "strategy.txt", "-o", "strategy.txt"],
+     "--schemes and -o name the same file"),
+    ("pmevo-out-in-the-checkpoint", PMEVO + ["--checkpoint", "newck", "-o", "newck/state.json"],
+     "-o and --checkpoint name the same file"),
+    ("main-job-schemes-unknown-simulated", ["infer", "--simulated", "--schemes", "nosuch,zzz"],
+     "--schemes names schemes of this CPU"),
+    ("main-job-schemes-empty", ["infer", "--simulated", "--schemes", ""], "--schemes '' names no scheme"),
+    # (--simulated everywhere: should the refusal ever go, the case must not measure this CPU)
+    ("main-job-schemes-commas", ["infer", "--simulated", "--schemes", " , ,"], "names no scheme"),
+    ("main-job-all-and-profile", ["infer", "--simulated", "--all", "--profile", "smoke"],
+     "--all and --profile cannot be combined"),
+    ("main-job-schemes-and-profile", ["infer", "--simulated", "--schemes", "add_r64_r64", "--profile", "quick"],
+     "--schemes and --profile cannot be combined"),
+    ("main-job-report-is-out", ["infer", "--simulated", "-o", "r.html", "--report", "r.html"],
+     "-o and --report name the same file"),
+    ("anica-failed-run-leaves-no-folder", ["anica", "discover", "-o", "newcamp/sub", "-a", "nosuch:x"],
+     "nosuch:x"),
+    ("generalize-concrete-not-json", ["anica", "generalize", "--concrete", "{oops"], "malformed JSON"),
+    ("generalize-concrete-wrong-shape", ["anica", "generalize", "--concrete", '{"forms": [], "values": []}'],
+     "not a concrete block"),
+    ("generalize-concrete-unknown-form", ["anica", "generalize", "--concrete",
+                                          '{"forms": ["nosuch_r64"], "values": [["rax"]]}'], "'nosuch_r64'"),
+    ("generalize-concrete-missing-file", ["anica", "generalize", "--concrete", "nosuch.json"], "cannot read"),
+    ("long-name-is-capped", THR + ["-e", "x" * 100_000 + ":1"], "…[99,9"),
+    ("long-choice-is-capped", ["convert", "fig.json", "--to", "y" * 10_000, "-o", "x.json"], "…["),
 ]
 
 
@@ -295,6 +329,7 @@ def check_one_error_line(code: int, out: str, err: str, expected: str) -> None:
     assert "Traceback" not in err and "Traceback" not in out
     lines = err.splitlines()
     assert len(lines) == 1, err
+    assert len(lines[0]) <= 2200, f"{len(lines[0])} characters"   # what a message quotes is capped
     assert lines[0].startswith("pmsolve: error: "), err
     assert expected in lines[0], (expected, err)
     assert code == 2, (code, err)

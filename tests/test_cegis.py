@@ -387,9 +387,13 @@ def test_cli_warns_about_too_few_ports(tmp_path, capsys):
 
     truth = PortMapping.two_level(["0", "1", "2", "3"], {"a": ["0", "1"], "b": ["2", "3"], "c": ["0", "2"], "d": ["1"]})
     save_mapping(truth, tmp_path / "t.json")
-    assert main(["infer", "cegis", "--oracle", f"simulated:{tmp_path / 't.json'}", "--ports", "2", "--quiet"]) == 0
+    argv = ["infer", "cegis", "--oracle", f"simulated:{tmp_path / 't.json'}", "--ports", "2", "--quiet"]
+    # a mapping the tool itself found wrong is written, but the exit status says so (EXIT_NO)
+    assert main(argv + ["-o", str(tmp_path / "m.json")]) == 1
     out = capsys.readouterr().out
     assert "WARNING: the mapping is wrong on" in out and "too few ports (give more `--ports`)" in out
+    assert (tmp_path / "m.json").exists()
+    assert main(argv + ["--json"]) == 1 and json.loads(capsys.readouterr().out)["unseen"]["ok"] is False
 
 
 def test_cli_bad_input_exits_2(capsys):

@@ -197,3 +197,43 @@ def test_reproduces_published_pmevo_figures(capsys, arch, mape, tau):
     acc = json.loads(out)["mapping"]
     assert code == 0 and acc["n"] == 2000
     assert round(100 * acc["mape"], 1) == mape and round(acc["kendall_tau_b"], 2) == tau
+
+
+ASCII_CHILD = r"""
+import argparse, json, sys
+from pmsolve.cli import build_parser, main
+
+def commands(parser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield path + (name,)
+                yield from commands(sub, path + (name,))
+
+runs = [list(p) + ["--help"] for p in commands(build_parser())] + json.loads(sys.argv[1])
+codes = [main(argv) for argv in runs]
+sys.stderr.write("CODES " + json.dumps(codes) + "\n")
+"""
+
+
+@pytest.mark.parametrize("env", [{"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
+                                 {"PYTHONIOENCODING": "ascii"}], ids=["C-locale", "ascii-io"])
+def test_an_ascii_terminal_gets_ascii_not_a_traceback(tmp_path, fig_file, env):
+    """`LC_ALL=C pmsolve demo` ended in a UnicodeEncodeError: every command's output, help text
+    and error line is spelled in ASCII there (µ → u, τ → tau, ≤ → <=, tp⁻¹ → tp^-1)."""
+    import os
+
+    runs = [["demo"], ["throughput", "-m", str(fig_file), "-e", "add:2,mul:1"],
+            ["throughput", "-m", str(fig_file), "-e", "add:-1"],                     # "count must be ≥ 0"
+            ["infer", "cegis", "--oracle", f"simulated:{fig_file}", "--ports", "3", "--quiet"]]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONUTF8", "PYTHONIOENCODING"))}
+    root = str(Path(__file__).resolve().parents[1])
+    p = subprocess.run([sys.executable, "-c", ASCII_CHILD, json.dumps(runs)], capture_output=True, cwd=tmp_path,
+                       env={**base, **env, "PYTHONPATH": root})
+    out, err = p.stdout.decode("ascii"), p.stderr.decode("ascii")   # ASCII through and through
+    assert p.returncode == 0 and "Traceback" not in err, err[-3000:]
+    codes = json.loads(err.splitlines()[-1].removeprefix("CODES "))
+    assert codes[-4:] == [0, 0, 2, 0] and set(codes[:-4]) == {0}
+    assert "tp^-1" in out and "4x add" in out                                     # the demo's table
+    assert "count must be >= 0, got -1" in err
+    assert "explainable inference, with or without a uop counter" in out           # a help text

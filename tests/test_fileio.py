@@ -337,12 +337,15 @@ def test_inference_sigkilled_mid_measurement_resumes_to_the_same_mapping(tmp_pat
     state = ["--state", str(tmp_path / "s.json")] if command[1] == "cegis" else ["--checkpoint", str(tmp_path / "ck")]
     argv = command + ["--oracle", f"simulated:{tmp_path / 't.json'}", "--quiet", *state, "-o"]
     whole = sigkill.recording(monkeypatch, target)
-    assert main(argv[:-3] + ["-o", str(tmp_path / "whole.json")]) == 0   # no state: a clean run
+    # no state: a clean run. PMEvo's 4 generations fit poorly: the mapping fails its own check on
+    # unseen experiments, which the status says (1); the resumed run must say the same
+    status = main(argv[:-3] + ["-o", str(tmp_path / "whole.json")])
+    assert status == (0 if command[1] == "cegis" else 1), capsys.readouterr().out[-2000:]
     sigkill.run_killed(target, kill_at, tmp_path / "log.txt", argv + [str(tmp_path / "out.json")])
     killed = (tmp_path / "log.txt").read_text().splitlines()
     monkeypatch.undo()
     rerun = sigkill.recording(monkeypatch, target)
-    assert main(argv + [str(tmp_path / "out.json")]) == 0
+    assert main(argv + [str(tmp_path / "out.json")]) == status
     capsys.readouterr()
     assert len(rerun) == len(set(rerun)) and killed                     # nothing twice
     kept = set(killed) - set(rerun)                                     # answered from the state

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pmsolve"
 #: or below, never above; within a layer the room graph must stay acyclic.
 LAYERS: list[set[str]] = [
     # the vocabulary, and helpers that depend on nothing but it
-    {"pmsolve", "errors", "model", "symbolic", "fileio", "executor", "metrics", "generate"},
+    {"pmsolve", "errors", "interrupts", "model", "symbolic", "fileio", "executor", "metrics", "generate"},
     # solvers, the exact formula, files, the instruction catalogue, bundled data, test strategies
     {"backends", "formula", "formats", "isa", "data", "testing"},
     # the model written once in the IR, and what is computed from it

@@ -53,7 +53,8 @@ def test_recorded_replays_median_and_refuses_unknown(tmp_path):
     path = tmp_path / "m.json"
     save_experiments([Measurement(EXPS[0], 1.0), Measurement(EXPS[0], 3.0), Measurement(EXPS[0], 1.2),
                       Measurement(EXPS[1], 3.0)], path)
-    oracle = open_oracle(f"recorded:{path}")
+    with pytest.warns(UserWarning, match=r"1 experiment\(s\) recorded more than once .* median"):
+        oracle = open_oracle(f"recorded:{path}")
     assert isinstance(oracle, RecordedOracle)
     assert oracle.measure([EXPS[1], EXPS[0]]) == [3.0, 1.2]
     assert oracle.instructions == ("add", "mul")
@@ -100,3 +101,17 @@ def test_simulated_oracle_refuses_nonsense_numbers(kwargs):
     """NaN slips through `< 0` checks; the Python API refuses it like the command line does."""
     with pytest.raises(ValidationError):
         SimulatedOracle(PortMapping(("0",), {"a": [({"0"}, 1)]}), **kwargs)
+
+
+def test_duplicate_records_are_combined_and_the_user_is_told(tmp_path, capsys):
+    """`a:1` recorded at 1.0 and 2.0 made CEGIS report "a:1 = 1.5", a value not in the file,
+    without a word: the note says that the median of the records is used, and which."""
+    from pmsolve.cli import main
+
+    path = tmp_path / "dup.json"
+    save_experiments([Measurement(Experiment({"a": 1}), 1.0), Measurement(Experiment({"a": 1}), 2.0),
+                      Measurement(Experiment({"b": 1}), 1.0), Measurement(Experiment({"b": 1}), 1.0)], path)
+    main(["infer", "cegis", "--oracle", f"recorded:{path}", "--ports", "2", "--quiet"])
+    err = capsys.readouterr().err
+    assert err.startswith("pmsolve: note: ") and "1 experiment(s) recorded more than once" in err
+    assert "a:1 at 1, 2" in err and "median of its records (a:1: 1.5)" in err

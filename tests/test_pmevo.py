@@ -246,18 +246,21 @@ def test_cli_infer_pmevo(tmp_path, capsys):
         truth_tp, got = evaluate_many(TRUTH, exps), evaluate_many(inferred, exps)
         worst = int(np.argmax(abs(got - truth_tp) / truth_tp))
         assert abs(got[worst] - truth_tp[worst]) / truth_tp[worst] <= bound, (exps[worst], got[worst], truth_tp[worst])
-    rc = main(["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
-               "--generations", "2", "--json", "--quiet"])
-    assert rc == 0 and '"d_avg"' in capsys.readouterr().out
     base = ["infer", "pmevo", "--oracle", f"simulated:{truth}", "--ports", "4", "--population", "20",
             "--generations", "2", "--json", "--quiet"]
-    assert main(base + ["--preset", "paper"]) == 0
-    plain = json.loads(capsys.readouterr().out)["experiments"]
-    assert main(base + ["--preset", "paper", "--training", "25", "--init-uops", "1", "--memetic-every", "1",
-                        "--port-sweeps", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["experiments"] > plain   # the training rows are in the fitness
-    assert main(base) == 0                                               # the best preset trains by default
-    assert json.loads(capsys.readouterr().out)["experiments"] > plain
+
+    def run(*extra) -> dict:
+        """Two generations may fit badly: the status then says the mapping failed its own check."""
+        rc = main(base + list(extra))
+        doc = json.loads(capsys.readouterr().out)
+        assert rc == (1 if doc["unseen"] and not doc["unseen"]["skipped"] and not doc["unseen"]["ok"] else 0)
+        return doc
+
+    assert "d_avg" in run()
+    plain = run("--preset", "paper")["experiments"]
+    assert run("--preset", "paper", "--training", "25", "--init-uops", "1", "--memetic-every", "1",
+               "--port-sweeps", "1")["experiments"] > plain                # the training rows are in the fitness
+    assert run()["experiments"] > plain                                  # the best preset trains by default
     assert main(base + ["--training-sizes", "4-2"]) == 2
     assert "MIN-MAX" in capsys.readouterr().err
 

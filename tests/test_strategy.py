@@ -130,6 +130,47 @@ def test_cli_check_strategy(capsys, tmp_path):
     assert code == 0 and "DIFFERS" in capsys.readouterr().out
 
 
+def test_a_long_check_shows_its_steps_on_stderr(capsys):
+    """`check-strategy --insns 50 --ports 50` was silent for minutes: each step (encoding,
+    solving, shortening a counterexample) is a line on stderr; --quiet keeps them back."""
+    argv = ["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "3", "--max-exp-len", "3"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" ")[1] for line in err[:3]] == ["encoding", "encoded", "counterexample"], err
+    assert err[1].endswith("; solving")
+    assert main(argv + ["--quiet"]) == 0 and capsys.readouterr().err == ""
+
+
+def test_the_heartbeat_says_a_step_is_still_running(capsys):
+    """A solver call can take minutes: while one step runs, a line every `every` seconds says so."""
+    import time
+
+    from pmsolve.cli.strategy import Heartbeat
+
+    with Heartbeat(every=0.01) as beat:
+        beat("solving")
+        for _ in range(500):
+            if "still working" in capsys.readouterr().err:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("no heartbeat line")
+
+
+@pytest.mark.parametrize("ports", [17, 50])
+def test_too_many_ports_are_refused_before_any_subset_is_built(monkeypatch, ports):
+    """50 ports have 2^50 - 1 port subsets: building them never ended (and filled the memory)."""
+    from pmsolve.encodings import mapping_class
+
+    def refuse(_ports):
+        raise AssertionError("port subsets built")
+
+    monkeypatch.setattr(mapping_class, "port_subsets", refuse)
+    with pytest.raises(PmsolveError, match="at most 16 ports"):
+        check_strategy("pairs", 2, ports)
+    assert main(["check-strategy", "--strategy", "pairs", "--insns", "50", "--ports", str(ports)]) == 2
+
+
 def test_cli_check_strategy_can_gate_ci(capsys):
     """--fail-on-counterexample: exit 1 exactly when the strategy (or the shortcut) is refuted."""
     insufficient = ["check-strategy", "--strategy", "pairs", "--insns", "2", "--ports", "3", "--max-exp-len", "3"]

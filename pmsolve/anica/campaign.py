@@ -9,6 +9,11 @@ end, discoveries subsumed by another one are filtered out (line 11).
 Randomness is derived from (seed, batch, position), and the state (discoveries with their
 trees, counters, elapsed time) is written crash-safely after every interesting block, so a
 killed campaign resumes exactly where it stopped and reproduces the same result.
+
+The time budget counts everything the campaign does, the check of every instruction form alone
+included (minutes with OSACA on a fresh campaign): it is checked between predictor calls, and an
+interesting block whose minimisation or generalisation the budget cuts short is left for a rerun
+with a larger budget (its predictions are cached, so nothing is asked twice).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, Callable, Iterable
 
 from pmsolve.anica.config import Config
 from pmsolve.anica.domain import AbstractBlock, Concrete, Form, Universe, beta
-from pmsolve.anica.generalize import Generalizer, GeneralizeSettings
+from pmsolve.anica.generalize import BudgetSpent, Generalizer, GeneralizeSettings
 from pmsolve.anica.interesting import Criterion, PredictorPair
 from pmsolve.anica.sampler import Sampler, to_block
 from pmsolve.anica.subsume import subsumes
@@ -35,6 +40,8 @@ from pmsolve.isa import load_catalogue
 from pmsolve.predictors.base import Predictor
 
 STATE = "state.json"
+#: forms checked alone per predictor call (the time budget is looked at between them)
+FORMS_PER_CALL = 200
 
 
 def build_universe(cfg: Config) -> Universe:
@@ -167,28 +174,46 @@ class Campaign:
         self.pair = PredictorPair(a, b, Criterion(cfg.mode, cfg.threshold), cfg.workers, executor=executor)
         self._predicted0 = self.state.predicted
         if self.state.unsupported is None:
+            t0 = time.monotonic()
             self.state.unsupported = self._unsupported(full) if cfg.filter_unsupported else []
+            self.state.elapsed += time.monotonic() - t0
             self.save()
-        self.universe = supported_universe(full, self.state.unsupported)
+        self.universe = supported_universe(full, self.state.unsupported or [])
         self.sampler = Sampler(self.universe)
         self.generalizer = Generalizer(self.universe, self.sampler, self.pair,
                                GeneralizeSettings(cfg.samples, cfg.chunk, cfg.witnesses))
 
-    def _unsupported(self, u: Universe) -> list[str]:
-        """Forms a predictor fails on (or predicts ≤ 0 for) alone (sec. 8.2.2, footnote 20)."""
+    def _deadline(self) -> float | None:
+        """time.monotonic() at which the time budget runs out (None: no time budget)."""
+        c = self.cfg
+        return time.monotonic() + c.max_seconds - self.state.elapsed if c.max_seconds else None
+
+    def _unsupported(self, u: Universe) -> list[str] | None:
+        """Forms a predictor fails on (or predicts ≤ 0 for) alone (sec. 8.2.2, footnote 20);
+        None when the time budget runs out first (the predictions made are cached)."""
         self.progress(f"checking {len(u)} instruction forms alone with both predictors")
+        deadline, t0, shown = self._deadline(), time.monotonic(), time.monotonic()
         blocks, smp = [], Sampler(u)
         for k in range(len(u)):
             c = smp.sample(AbstractBlock((u.beta_insn(u.forms[k].key),)), random.Random(k))
             blocks.append(to_block(u, c) if c is not None and c.forms[0] == u.forms[k].key else None)
         valid = [b for b in blocks if b is not None]
-        preds = iter(self.pair.predict(valid))
+        preds: list = []
+        for start in range(0, len(valid), FORMS_PER_CALL):
+            if deadline is not None and time.monotonic() > deadline:
+                self.progress(f"time budget spent after {len(preds)} of {len(valid)} forms")
+                return None
+            preds += self.pair.predict(valid[start:start + FORMS_PER_CALL])
+            if time.monotonic() - shown > 5:
+                shown = time.monotonic()
+                self.progress(f"  {len(preds)} of {len(valid)} forms checked, {shown - t0:.0f} s")
+        answers = iter(preds)
         out = []
         for form, blk in zip(u.forms, blocks):
             if blk is None:
                 out.append(form.key)
                 continue
-            x, y = next(preds)
+            x, y = next(answers)
             if not (x.ok and y.ok and x.cycles > 0 and y.cycles > 0):
                 out.append(form.key)
         self.progress(f"{len(out)} of {len(u)} forms unsupported by a predictor; excluded")
@@ -229,10 +254,16 @@ class Campaign:
         last = 0.0
         if s.finished:
             return s
+        if s.unsupported is None:   # the time budget ran out while checking the forms
+            self.progress(f"stopping: time budget {self.cfg.max_seconds:g} s spent while checking the instruction "
+                          f"forms; their predictions are cached: rerun with a larger budget to go on")
+            return s
+        self.generalizer.deadline = self._deadline()
         while (why := self._done()) is None:
             cands = self.batch_blocks(s.batch)
             texts = [to_block(self.universe, c) for c in cands]
             scores = self.pair.scores(texts)
+            saved = self._counters()   # as the state file has them: blocks s.pos.. count again on a rerun
             for pos in range(s.pos, len(cands)):
                 s.sampled += 1
                 s.since_new += 1
@@ -240,10 +271,16 @@ class Campaign:
                     continue
                 s.interesting += 1
                 rng = random.Random(f"{self.cfg.seed}:{s.batch}:{pos}")
-                self._handle(cands[pos], texts[pos].lines, rng, s.batch)
+                try:
+                    self._handle(cands[pos], texts[pos].lines, rng, s.batch)
+                except BudgetSpent:   # this block is left for a rerun: undo what the batch counted since
+                    self._counters(saved)
+                    s.elapsed = time.monotonic() - t0
+                    break
                 s.pos = pos + 1
                 s.elapsed = time.monotonic() - t0
                 self.save()
+                saved = self._counters()
                 if self._done():
                     break
             else:
@@ -261,6 +298,14 @@ class Campaign:
         self.save()
         self.progress(f"{len(s.kept)} of {len(s.discoveries)} discoveries kept")
         return s
+
+    def _counters(self, restore: tuple | None = None) -> tuple:
+        """The counters and the number of discoveries; with ``restore``, set them back to it."""
+        s = self.state
+        if restore is not None:
+            s.sampled, s.since_new, s.interesting, s.subsumed, n = restore
+            del s.discoveries[n:]
+        return s.sampled, s.since_new, s.interesting, s.subsumed, len(s.discoveries)
 
     def _handle(self, cand: Concrete, origin: list[str], rng: random.Random, batch: int) -> None:
         s = self.state

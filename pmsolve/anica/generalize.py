@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,13 +63,21 @@ class GeneralizeSettings:
     keep_witnesses: int = 3
 
 
+class BudgetSpent(Exception):
+    """The campaign's time budget ran out in the middle of minimising or generalising a block."""
+
+
 class Generalizer:
     def __init__(self, universe: Universe, sampler: Sampler, pair: PredictorPair,
                  settings: GeneralizeSettings = GeneralizeSettings()):
         self.universe, self.sampler, self.pair, self.settings = universe, sampler, pair, settings
         self.checks = 0
+        #: time.monotonic() after which no more predictions are asked for (:class:`BudgetSpent`)
+        self.deadline: float | None = None
 
     def witnesses(self, blocks: list[Concrete]) -> list[JudgedBlock]:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetSpent
         texts = [to_block(self.universe, c) for c in blocks]
         out = []
         for blk, (x, y) in zip(texts, self.pair.predict(texts)):

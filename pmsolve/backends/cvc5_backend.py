@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from pmsolve import interrupts
 from pmsolve.backends import capabilities as C
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend
@@ -98,7 +99,8 @@ class Cvc5Engine(SmtEngine):
         self.solver.pop()
 
     def _check(self, assumptions: list[Any]) -> str:
-        r = self.solver.checkSatAssuming(*assumptions) if assumptions else self.solver.checkSat()
+        with interrupts.uncancellable():   # cvc5 holds the interpreter and has no cancel
+            r = self.solver.checkSatAssuming(*assumptions) if assumptions else self.solver.checkSat()
         if r.isSat():
             return R.SAT
         if r.isUnsat():

@@ -47,7 +47,7 @@ class HighsBackend(MilpBackend):
             lo = np.where(np.isinf(a.row_lo), -inf, a.row_lo)
             hi = np.where(np.isinf(a.row_hi), inf, a.row_hi)
             h.addRows(len(lo), lo, hi, len(a.indices), a.starts, a.indices, a.values)
-        h.run()
+        _run(h)
         st = h.getModelStatus()
         S = highspy.HighsModelStatus
         if st == S.kOptimal:
@@ -61,3 +61,22 @@ class HighsBackend(MilpBackend):
             return RawResult(R.UNBOUNDED if st == S.kUnbounded else R.UNKNOWN,
                              reason=h.modelStatusToString(st))
         return RawResult(R.UNKNOWN, reason=h.modelStatusToString(st))
+
+
+def _run(h: Any) -> None:
+    """``h.run()`` in HiGHS's own solver thread while this one waits, so that Ctrl-C cancels
+    the solve at once and surfaces as KeyboardInterrupt (:mod:`pmsolve.interrupts`); a plain
+    ``run()`` would go on to its end. Older highspy without ``startSolve``: a plain ``run()``."""
+    if not hasattr(h, "startSolve"):
+        h.run()
+        return
+    h.HandleUserInterrupt = True    # lets cancelSolve() stop the solve
+    h.startSolve()
+    try:
+        while not h.wait(0.1)[0]:
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        while not h.wait(0.1)[0]:
+            pass
+        raise

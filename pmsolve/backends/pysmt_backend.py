@@ -9,9 +9,12 @@ exposes them for z3 and not together with push/pop and assumptions.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from fractions import Fraction
 from typing import Any
 
+from pmsolve import interrupts
 from pmsolve.backends import capabilities as C
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend
@@ -93,6 +96,10 @@ class PysmtEngine(SmtEngine):
         from pysmt.logics import QF_UFLIRA
 
         self.solver = prims.env.factory.Solver(name=solver, logic=QF_UFLIRA, solver_options=opts)
+        self.name, self.timeout = solver, timeout
+        native = getattr(self.solver, "z3", None)     # pysmt's z3 solver object
+        if native is not None and interrupts.ignored():
+            native.set("ctrl_c", False)
 
     def _assert(self, term: Any) -> None:
         self.solver.add_assertion(term)
@@ -106,10 +113,18 @@ class PysmtEngine(SmtEngine):
     def _check(self, assumptions: list[Any]) -> str:
         from pysmt.exceptions import SolverReturnedUnknownResultError
 
+        native = getattr(self.solver, "z3", None)
+        # z3 catches Ctrl-C itself and answers unknown; cvc5 holds the interpreter
+        guard = interrupts.uncancellable() if native is None else contextlib.nullcontext()
+        started = time.monotonic()
         try:
-            r = self.solver.solve(assumptions) if assumptions else self.solver.solve()
+            with guard:
+                r = self.solver.solve(assumptions) if assumptions else self.solver.solve()
         except SolverReturnedUnknownResultError:
-            self._why = "solver returned unknown (timeout or incompleteness)"
+            reason = native.reason_unknown() if native is not None else ""
+            if interrupts.solver_cancelled(reason, time.monotonic() - started, self.timeout):
+                raise KeyboardInterrupt from None
+            self._why = f"solver returned unknown ({reason or 'timeout or incompleteness'})"
             return R.UNKNOWN
         return R.SAT if r else R.UNSAT
 

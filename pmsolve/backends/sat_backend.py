@@ -3,14 +3,15 @@
 Formulas are Tseitin-encoded (definitions are global, so they survive pops); each push level
 gets an activation literal that guards its assertions and is assumed while the level is live,
 which gives native incremental push/pop. Named constraints get tracking literals, so the
-solver's assumption core names them. Timeouts interrupt the solver from a timer thread.
+solver's assumption core names them. The solver runs in a helper thread that a timeout or
+Ctrl-C interrupts.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
+from pmsolve import interrupts
 from pmsolve.backends import capabilities as C
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend, Engine, RawResult
@@ -128,16 +129,12 @@ class SatEngine(Engine):
                 raise SolverError(f"the sat backend only takes boolean variables, not {v.name}")
         tracks = [t for fr in self._tracks for t in fr]
         assumptions = list(self._frames) + [t for _, t in tracks]
-        if self.timeout is None:
-            ok = self.solver.solve(assumptions=assumptions)
-        else:
-            timer = threading.Timer(self.timeout, self.solver.interrupt)
-            timer.start()
-            try:
-                ok = self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
-            finally:
-                timer.cancel()
-                self.solver.clear_interrupt()
+        try:   # in a helper thread, so Ctrl-C and the timeout interrupt the solver at once
+            ok = interrupts.run_cancellable(
+                lambda: self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True),
+                self.solver.interrupt, timeout=self.timeout)
+        finally:
+            self.solver.clear_interrupt()
         if ok is None:
             return RawResult(R.UNKNOWN, reason="timeout")
         if ok:

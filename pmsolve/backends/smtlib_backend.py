@@ -116,7 +116,7 @@ class SmtlibProcessBackend(Backend):
         if timeout is not None:
             cmd.append(f"-t:{max(1, int(timeout * 1000))}")
         try:
-            proc = subprocess.run(cmd, input=script, capture_output=True, text=True,
+            proc = subprocess.run(cmd, input=script, capture_output=True, encoding="utf-8", start_new_session=True,
                                   timeout=None if timeout is None else timeout + 10)
         except subprocess.TimeoutExpired:
             return RawResult(R.UNKNOWN, reason="solver process timed out")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 from typing import Any
 
+from pmsolve import interrupts
 from pmsolve.backends import capabilities as C
 from pmsolve.backends import result as R
 from pmsolve.backends.base import Backend, RawResult
@@ -88,6 +90,8 @@ class Z3Engine(SmtEngine):
         self.solver = self.z3.Solver(ctx=prims.ctx)
         if timeout is not None:
             self.solver.set("timeout", max(1, int(timeout * 1000)))
+        if interrupts.ignored():  # a process that ignores Ctrl-C: z3 must not catch it either
+            self.solver.set("ctrl_c", False)
         for k, v in options.items():
             self.solver.set(k, v)
         self._model: Any = None
@@ -104,12 +108,22 @@ class Z3Engine(SmtEngine):
     def _pop(self) -> None:
         self.solver.pop()
 
+    def _cancelled(self, solver: Any, started: float) -> None:
+        """z3 catches Ctrl-C during a check itself and answers "unknown (canceled)": an
+        interrupt, not a solver failure (:mod:`pmsolve.interrupts`)."""
+        if interrupts.solver_cancelled(solver.reason_unknown(), time.monotonic() - started, self.timeout):
+            raise KeyboardInterrupt
+
     def _check(self, assumptions: list[Any]) -> str:
+        started = time.monotonic()
         r = self.solver.check(*assumptions)
         if r == self.z3.sat:
             self._model = self.solver.model()
             return R.SAT
-        return R.UNSAT if r == self.z3.unsat else R.UNKNOWN
+        if r == self.z3.unsat:
+            return R.UNSAT
+        self._cancelled(self.solver, started)
+        return R.UNKNOWN
 
     def _value(self, v: Any) -> Any:
         return z3_value(self.z3, self._model.eval(v, model_completion=True))
@@ -134,6 +148,9 @@ class Z3Engine(SmtEngine):
         if self.timeout is not None:
             opt.set("timeout", max(1, int(self.timeout * 1000)))
             chk.set("timeout", max(1, int(self.timeout * 1000)))
+        if interrupts.ignored():
+            opt.set("ctrl_c", False)
+            chk.set("ctrl_c", False)
         comp = Compiler(self.compiler.prims)
         facts = []
         for v in problem.variables():
@@ -149,10 +166,12 @@ class Z3Engine(SmtEngine):
         obj = comp.term(objective.term)
         minimise = objective.sense == "min"
         h = opt.minimize(obj) if minimise else opt.maximize(obj)
+        started = time.monotonic()
         r = opt.check()
         if r == z3.unsat:
             return RawResult(R.UNSAT)
         if r != z3.sat:
+            self._cancelled(opt, started)
             return RawResult(R.UNKNOWN, reason=opt.reason_unknown())
         bound = opt.upper(h) if minimise else opt.lower(h)
         if "oo" in str(bound):
@@ -162,6 +181,7 @@ class Z3Engine(SmtEngine):
             value = model.eval(obj, model_completion=True)
             chk.push()
             chk.add(obj < value if minimise else obj > value)
+            started = time.monotonic()
             better = chk.check()
             if better == z3.sat:
                 model = chk.model()
@@ -170,6 +190,7 @@ class Z3Engine(SmtEngine):
                 return RawResult(R.SAT, {v.name: z3_value(z3, model.eval(comp.vars[v.name], model_completion=True))
                                          for v in problem.variables()})
             if better != z3.sat:
+                self._cancelled(chk, started)
                 return RawResult(R.UNKNOWN, reason=chk.reason_unknown())
         return RawResult(R.UNKNOWN, reason=f"optimum not attained or not proved within "
                                            f"{self.OPTIMALITY_STEPS} improvements (z3 reported {bound})")

@@ -7,12 +7,13 @@ import argparse
 import contextlib
 import json
 import random
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 from pmsolve.anica import config, report
-from pmsolve.anica.campaign import Campaign, build_universe, load_state, supported_universe
+from pmsolve.anica.campaign import STATE, Campaign, build_universe, load_state, supported_universe
 from pmsolve.anica.domain import AbstractBlock, Concrete
 from pmsolve.anica.sampler import to_block
 from pmsolve.cli.flags import (NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, add_executor_arguments, add_json_argument,
@@ -21,6 +22,7 @@ from pmsolve.cli.output import strict_json
 from pmsolve.errors import FormatError, PmsolveError, ValidationError
 from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.harness.cpu import announce_measuring
+from pmsolve.isa import load_catalogue
 from pmsolve.predictors import open_predictor
 
 
@@ -36,14 +38,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("-o", "--out", required=True, help="campaign folder (state.json, report.html, report.json)")
     d.add_argument("--discoveries", type=NON_NEGATIVE_INT, help="stop after this many discoveries (0: no limit)")
     d.add_argument("--seconds", type=POSITIVE, help="time budget")
-    d.set_defaults(func=cmd_discover)
+    d.set_defaults(func=cmd_discover, resumes=lambda args: True)   # its campaign folder
     g = actions.add_parser("generalize", help="generalise one interesting block (Alg. 8.2)",
                            description="Generalise one concrete block on which the predictors disagree into "
                                        "abstract blocks, printing each order's kept expansions.")
     _common(g)
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--schemes", help="comma-separated scheme names, e.g. bsf_r64_r64,add_r64_r64")
-    src.add_argument("--concrete", help="a concrete block as JSON (report.json: discoveries[k].minimal.concrete)")
+    src.add_argument("--concrete", metavar="JSON|FILE",
+                     help="a concrete block as JSON text, e.g. '{\"forms\": [...], \"values\": [...]}' (report.json: "
+                          "discoveries[k].minimal.concrete), or a file holding it")
     g.add_argument("-o", "--out", default=None, help="folder for the predictor-support state (default: temp)")
     g.set_defaults(func=cmd_generalize)
     r = actions.add_parser("report", help="write report.html and report.json of a campaign folder",
@@ -78,9 +82,24 @@ def _progress(args: argparse.Namespace):
 @contextlib.contextmanager
 def _campaign(args: argparse.Namespace, cfg: config.Config) -> Iterator[Campaign]:
     """The campaign in ``args.out`` with its predictors (sharing one SQLite cache) and executor,
-    all closed on the way out."""
-    cache = str(Path(args.out) / "predictions.sqlite")
-    Path(args.out).mkdir(parents=True, exist_ok=True)
+    all closed on the way out. A folder this call created is removed again when the run fails
+    before the campaign kept any state (a bad predictor, a missing tool): no empty campaign
+    folder is left behind. An interrupted run keeps it (its cached predictions resume)."""
+    folder = Path(args.out)
+    created = [d for d in (folder, *folder.absolute().parents) if not d.exists()]
+    cache = str(folder / "predictions.sqlite")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with _opened(args, cfg, cache) as camp:
+            yield camp
+    except PmsolveError:
+        if created and not (folder / STATE).exists():
+            shutil.rmtree(created[-1], ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _opened(args: argparse.Namespace, cfg: config.Config, cache: str) -> Iterator[Campaign]:
     ex = executor_from_args(args, workers=cfg.workers, optional=True)
     try:
         camp = Campaign(cfg, args.out, open_predictor(cfg.a, cache=cache), open_predictor(cfg.b, cache=cache),
@@ -115,32 +134,50 @@ def cmd_discover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _concrete(text: str) -> Concrete:
+    """``--concrete``: JSON text (what the help shows) or a file holding it; its shape and its
+    forms (catalogue schemes, maybe "lock "-prefixed) are checked before any predictor runs."""
+    where = "--concrete"
+    if not text.lstrip().startswith("{"):
+        where, text = text, read_text_file(text, "concrete block")
+    doc = parse_json_text(text, where)
+    try:
+        c = Concrete.from_json(doc)
+        ok = (c.forms and len(c.forms) == len(c.values) and all(isinstance(f, str) for f in c.forms))
+    except PmsolveError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise FormatError(f"{where}: not a concrete block ({type(exc).__name__}: {exc})") from None
+    if not ok:
+        raise FormatError(f"{where}: not a concrete block: give 'forms' (scheme names) and as many 'values' "
+                          f"(operand lists), e.g. report.json's discoveries[k].minimal.concrete")
+    catalogue = load_catalogue()
+    for form in c.forms:
+        catalogue[form.removeprefix("lock ")]   # an unknown name is refused here, naming similar ones
+    return c
+
+
 def cmd_generalize(args: argparse.Namespace) -> int:
     output_dir(args.out, "predictor-support folder")
+    concrete = _concrete(args.concrete) if args.concrete else None
     if args.out:
-        return _generalize_in(args)
+        return _generalize_in(args, concrete)
     with tempfile.TemporaryDirectory(prefix="anica-gen-") as tmp:
         args.out = tmp
-        return _generalize_in(args)
+        return _generalize_in(args, concrete)
 
 
-def _generalize_in(args: argparse.Namespace) -> int:
+def _generalize_in(args: argparse.Namespace, concrete: Concrete | None) -> int:
     cfg = _config(args)
     with _campaign(args, cfg) as camp:
-        return _generalize(args, cfg, camp)
+        return _generalize(args, cfg, camp, concrete)
 
 
-def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign) -> int:
+def _generalize(args: argparse.Namespace, cfg: config.Config, camp: Campaign, concrete: Concrete | None) -> int:
     u = camp.universe
     rng = random.Random(cfg.seed)
-    if args.concrete:
-        doc = parse_json_text(read_text_file(args.concrete, "concrete block"), args.concrete)
-        try:
-            c = Concrete.from_json(doc)
-        except PmsolveError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise FormatError(f"{args.concrete}: not a concrete block ({type(exc).__name__}: {exc})") from None
+    if concrete is not None:
+        c = concrete
         for k in c.forms:
             u.form(k)
     else:

@@ -4,8 +4,9 @@
 
 Also the rules every command applies to what it is given, so they read the same everywhere:
 numbers (:func:`number`: finite, in range), outputs (:func:`output_file`, :func:`output_dir`:
-checked before any work, missing parent directories created) and flags that exclude each other
-(:func:`refuse_together`).
+checked before any work, missing parent directories created; :func:`refuse_same_file`: two
+files a command writes or reads must not be one), flags that exclude each other
+(:func:`refuse_together`) and lists that must name something (:func:`name_list`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Callable
@@ -21,13 +23,15 @@ from urllib.parse import parse_qsl
 from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
 from pmsolve.backends import names as backend_names
 from pmsolve.backends import requested_name
+from pmsolve.cli.output import one_line
 from pmsolve.errors import OutputError, ValidationError
 from pmsolve.executor import ENV_VAR as EXECUTOR_ENV_VAR
 from pmsolve.executor import KINDS, Executor, open_executor, use_executor
 from pmsolve.fileio import check_output_path
 from pmsolve.formats import MAPPING_FORMATS
 
-ORACLE_HELP = "simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1] or recorded:MEASUREMENTS.json"
+ORACLE_HELP = ("simulated:MAPPING.json[?r_max=5&noise=0.01&seed=1] or recorded:MEASUREMENTS.json (an experiment "
+               "recorded more than once is answered with the median of its records)")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -37,7 +41,7 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.removeprefix("pmsolve").strip()
         where = f"{command}: " if command else ""
-        print(f"pmsolve: error: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
+        print(f"pmsolve: error: {one_line(where + message)} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -104,6 +108,48 @@ def output_dir(path: str | None, what: str = "output folder") -> str | None:
         if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
             raise OutputError(f"{what} {path}: cannot create it, {probe} is not a writable directory")
     return path
+
+
+def _file_identity(path: str) -> tuple | None:
+    """What makes two paths one file: device and inode if it exists (links, ``./x``), else the
+    resolved path. None for a device or FIFO (``-o /dev/null``): a stream, not a file to keep."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return None
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def refuse_same_file(*named: tuple[str, str | None]) -> None:
+    """Refuse two of the ``(flag, path)`` pairs naming the same file: what one writes would
+    overwrite the other (``--state`` = ``-o``: the mapping replaced the state and the next run
+    failed; ``-o`` = the oracle's measurements: they were lost). Checked before any work."""
+    seen: dict[tuple, tuple[str, str]] = {}
+    for flag, path in named:
+        if not path:
+            continue
+        key = _file_identity(path)
+        if key is None:
+            continue
+        if key in seen:
+            other, other_path = seen[key]
+            same = path if other_path == path else f"{other_path} and {path}"
+            raise ValidationError(f"{other} and {flag} name the same file ({same}): one would overwrite the "
+                                  f"other; give each its own path")
+        seen[key] = (flag, path)
+
+
+def name_list(text: str | None, flag: str, what: str = "name") -> tuple[str, ...] | None:
+    """A comma-separated list from ``flag`` (None when the flag is absent); given but naming
+    nothing (``--schemes ''``, ``--schemes ,``) is refused instead of meaning "the default"."""
+    if text is None:
+        return None
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    if not names:
+        raise ValidationError(f"{flag} {text!r} names no {what}: give comma-separated {what}s")
+    return names
 
 
 def refuse_together(args: argparse.Namespace, first: str, second: str, why: str) -> None:

@@ -10,21 +10,25 @@ from __future__ import annotations
 import argparse
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 from pmsolve.cli.flags import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, add_backend_argument,
                                add_json_argument, add_mapping_output, add_oracle_argument, add_quiet_argument,
-                               extend_with_executor, number, output_dir, output_file, refuse_together)
+                               extend_with_executor, name_list, number, output_dir, output_file, refuse_same_file,
+                               refuse_together)
 from pmsolve.cli.output import EXIT_NO, emit_json, fraction_text, say
 from pmsolve.errors import UnknownNameError, ValidationError
 from pmsolve.formats import load_mapping, mapping_to_json, read_text_file, save_mapping
 from pmsolve.harness.cpu import announce_measuring
-from pmsolve.harness.oracle import Oracle, open_oracle
+from pmsolve.harness.hardware import available as hardware_available
+from pmsolve.harness.oracle import Oracle, open_oracle, parse_spec
 from pmsolve.infer.cegis import CegisOptions
 from pmsolve.infer.cegis import infer as cegis_infer
 from pmsolve.infer.explain import ExplainOptions, infer as explain_infer
 from pmsolve.infer.explain.hooks import get_hook
-from pmsolve.infer.common import rename_options
+from pmsolve.infer.common import UnseenCheck, rename_options
 from pmsolve.infer.pmevo import PmevoOptions
+from pmsolve.infer.pmevo.checkpoint import EVOLUTION_FILE, MEASUREMENTS_FILE
 from pmsolve.infer.pmevo import infer as pmevo_infer
 from pmsolve.jobs.host import JobConfig, render, run
 from pmsolve.model import Experiment, sort_ports
@@ -55,11 +59,12 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
                        epilog="Reports: text (default), --json, and --report FILE.html (one row per scheme with "
                               "its witnesses, misfits by category, the ports picture, the accuracy table). "
                               "`pmsolve explain OUT SCHEME` shows one scheme's witnesses from the -o file.")
-    p.add_argument("--profile", choices=("smoke", "quick", "all"), default="quick",
+    p.add_argument("--profile", choices=("smoke", "quick", "all"),
                    help="which schemes: quick (default, ~200 common ones, ≤ 10 min), all (every offered scheme), "
                         "smoke (a handful, under a minute)")
-    p.add_argument("--all", dest="profile", action="store_const", const="all", help="same as --profile all")
-    p.add_argument("--schemes", help="comma-separated schemes instead of a profile")
+    p.add_argument("--all", action="store_true", help="same as --profile all")
+    p.add_argument("--schemes", help="comma-separated schemes of this CPU's catalogue (`pmsolve isa list`) instead "
+                                     "of a profile; not with the simulated machine, which has its own")
     p.add_argument("--method", choices=("explain", "pmevo"), default="explain",
                    help="inference: explain (default, counter-free explainable) or pmevo (for comparison)")
     p.add_argument("--held-out", type=POSITIVE_INT, default=200, help="held-out 4-5-instruction experiments (default 200)")
@@ -80,19 +85,35 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (`pmsolve explain OUT`)")
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_main)
+    # the work folder keeps a hardware run; the simulated machine's run keeps nothing
+    p.set_defaults(func=cmd_infer_main, resumes=lambda args: not args.simulated and hardware_available() is None)
     return p.add_subparsers(dest="algorithm", metavar="ALGORITHM")
+
+
+def _profile(args: argparse.Namespace) -> tuple[str, tuple[str, ...] | None]:
+    """The profile and the schemes the main job's flags ask for, contradictions refused."""
+    refuse_together(args, "--all", "--profile", "--all is --profile all; give one of them")
+    refuse_together(args, "--schemes", "--profile", "--schemes replaces the profile")
+    refuse_together(args, "--schemes", "--all", "--schemes replaces the profile")
+    schemes = name_list(args.schemes, "--schemes", "scheme")
+    if schemes is not None:
+        why = "--simulated" if args.simulated else hardware_available()
+        if why is not None:
+            raise ValidationError(f"--schemes names schemes of this CPU, but the job runs on the simulated "
+                                  f"machine ({why}), which has its own")
+    return ("all" if args.all else args.profile or "quick"), schemes
 
 
 def cmd_infer_main(args: argparse.Namespace) -> int:
     from pmsolve.fileio import atomic_write_text
     from pmsolve.jobs.report import render_html
 
+    profile, schemes = _profile(args)
     output_file(args.out)
     output_file(args.report, "HTML report")
     output_dir(args.workdir, "work folder")
-    schemes = tuple(x.strip() for x in args.schemes.split(",") if x.strip()) if args.schemes else None
-    config = JobConfig(profile=args.profile, schemes=schemes, method=args.method, held_out=args.held_out,
+    refuse_same_file(("-o", args.out), ("--report", args.report))
+    config = JobConfig(profile=profile, schemes=schemes, method=args.method, held_out=args.held_out,
                        seed=args.seed, runs=args.runs, compare_pmevo=not args.no_pmevo,
                        pmevo_minutes=args.pmevo_minutes, pmevo_schemes=args.pmevo_schemes, workdir=args.workdir,
                        simulated=args.simulated,
@@ -123,6 +144,12 @@ INFER_FLAGS = {"ports": "--ports", "noise_epsilon": "--epsilon", "r_max": "--r-m
 def stderr_progress(event: object) -> None:
     """Progress of an inference algorithm (a ProgressEvent): one line on stderr."""
     print(event, file=sys.stderr, flush=True)
+
+
+def _oracle_file(spec: str) -> str | None:
+    """The file an oracle spec reads (or, for a hardware store, writes)."""
+    path = parse_spec(spec)[1]
+    return path if path not in ("", "-") else None
 
 
 def _ports_arg(text: str) -> int | list[str]:
@@ -179,7 +206,7 @@ def _add_pmevo(algorithms: argparse._SubParsersAction) -> None:
     add_mapping_output(p)
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_pmevo)
+    p.set_defaults(func=cmd_infer_pmevo, resumes=lambda args: bool(args.checkpoint))
     extend_with_executor(p)  # --scheduler/--executor for PMEvo's fitness
 
 
@@ -193,6 +220,9 @@ def _training_sizes(text: str) -> tuple[int, int]:
 def cmd_infer_pmevo(args: argparse.Namespace) -> int:
     output_file(args.out)
     output_dir(args.checkpoint, "checkpoint folder")
+    kept = [str(Path(args.checkpoint) / name) for name in (MEASUREMENTS_FILE, EVOLUTION_FILE)] if args.checkpoint else []
+    refuse_same_file(("--oracle", _oracle_file(args.oracle)), ("-o", args.out),
+                     *(("--checkpoint", path) for path in kept))
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
     given = {k: getattr(args, k) for k in ("population", "mutation", "volume_weight", "local_search", "patience",
@@ -214,13 +244,19 @@ def cmd_infer_pmevo(args: argparse.Namespace) -> int:
                    "unseen": result.unseen.to_json() if result.unseen else None,
                    "mapping": {i: [{"ports": sort_ports(u.ports), "count": u.count} for u in us]
                                for i, us in result.mapping.uops.items()}})
-        return 0
+        return _known_wrong(result.unseen)
     print(result.table())
     if result.unseen is not None:
         print("\n" + result.unseen.describe(INFER_FLAGS))
     if args.out:
         print(f"\nwrote {args.out}")
-    return 0
+    return _known_wrong(result.unseen)
+
+
+def _known_wrong(unseen: UnseenCheck | None) -> int:
+    """A mapping that fails its own check on unseen experiments is written, with the warning,
+    but the command exits with EXIT_NO: scripts must not take it for a good one."""
+    return EXIT_NO if unseen is not None and not unseen.skipped and not unseen.ok else 0
 
 
 # --------------------------------------------------------------------------- cegis
@@ -253,7 +289,7 @@ def _add_cegis(algorithms: argparse._SubParsersAction) -> None:
     add_mapping_output(p)
     add_quiet_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=cmd_infer_cegis)
+    p.set_defaults(func=cmd_infer_cegis, resumes=lambda args: bool(args.state or args.out))
 
 
 def _cegis_uops(spec: str | None, oracle: Oracle, kind: str) -> dict[str, int] | None:
@@ -287,6 +323,7 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
     state = args.state or (f"{args.out}.cegis-state.json" if args.out else None)
     output_file(args.out)
     output_file(state, "state file")
+    refuse_same_file(("--oracle", _oracle_file(args.oracle)), ("-o", args.out), ("--state", state))
     oracle = open_oracle(args.oracle)
     announce_measuring(oracle)
     options = CegisOptions(ports=_ports_arg(args.ports), kind=args.kind,
@@ -314,7 +351,7 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
                                        for e, t in conflict.experiments],
                        "instructions": list(conflict.instructions), "constraints": list(conflict.constraints),
                        "hint": rename_options(conflict.hint, INFER_FLAGS) or None}})
-        return 0 if result.status == "inferred" else EXIT_NO
+        return _known_wrong(result.unseen) if result.status == "inferred" else EXIT_NO
     if result.status == "inconsistent" and result.conflict is not None:
         print(result.conflict.describe(INFER_FLAGS))
         return EXIT_NO
@@ -330,7 +367,7 @@ def cmd_infer_cegis(args: argparse.Namespace) -> int:
             print(f"  {w.describe()}")
     if args.out:
         print(f"\nwrote {args.out}" + (f" (measurements in {state})" if state else ""))
-    return 0
+    return _known_wrong(result.unseen)
 
 
 # --------------------------------------------------------------------------- explain
@@ -386,7 +423,7 @@ def _add_explain(algorithms: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", help="write the mapping with its explanation here (pmsolve format)")
     add_quiet_argument(p)
     add_json_argument(p, "machine-readable summary on stdout")
-    p.set_defaults(func=cmd_infer_explain)
+    p.set_defaults(func=cmd_infer_explain, resumes=lambda args: bool(args.state or args.out))
 
 
 def _parse_improper(items: list[str]) -> tuple[tuple[str, int], ...]:
@@ -424,6 +461,8 @@ def cmd_infer_explain(args: argparse.Namespace) -> int:
     state = args.state or (f"{args.out}.explain-state.json" if args.out else None)
     output_file(args.out)
     output_file(state, "state file")
+    refuse_same_file(("--oracle", _oracle_file(args.oracle)), ("--schemes", args.schemes), ("-o", args.out),
+                     ("--state", state))
     options = ExplainOptions(ports=args.ports, epsilon=args.epsilon, r_max=args.r_max, runs=args.runs,
                              k_rule=args.k_rule, uop_hook=args.uop_hook, integrality=args.integrality,
                              tolerance=args.tolerance, noise=args.noise, improper=_parse_improper(args.improper),

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
 
-from pmsolve.cli.flags import POSITIVE, POSITIVE_INT, add_backend_argument, add_json_argument, refuse_together
-from pmsolve.cli.output import EXIT_NO, emit_json
+from pmsolve.cli.flags import (POSITIVE, POSITIVE_INT, add_backend_argument, add_json_argument, add_quiet_argument,
+                               refuse_together)
+from pmsolve.cli.output import EXIT_NO, emit_json, say
 from pmsolve.errors import ValidationError
 from pmsolve.formats import load_mapping
 from pmsolve.proofs import CHECKS, PENDING
 from pmsolve.proofs import get as get_check
 from pmsolve.strategy import check_strategy, shortcut_gap, smallest_counterexample
+from pmsolve.strategy.checker import MAX_PORTS
 from pmsolve.strategy.exhaustive import check_strategy_exhaustive
 
 
@@ -58,8 +62,38 @@ def _add_check_strategy(sub: argparse._SubParsersAction) -> None:
                    help=f"exit {EXIT_NO} when a counterexample is found (to gate CI on a strategy); "
                         "0 otherwise, also when the answer is unknown")
     add_backend_argument(p)
+    add_quiet_argument(p)
     add_json_argument(p)
     p.set_defaults(func=cmd_check_strategy)
+
+
+class Heartbeat:
+    """Progress of a long check on stderr: each step as it starts, and while one step (a solver
+    call can take minutes) goes on, a line every ``every`` seconds saying so."""
+
+    def __init__(self, every: float = 30.0):
+        self.every = every
+        self._step: tuple[str, float] | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="pmsolve-heartbeat", daemon=True)
+
+    def __call__(self, message: str) -> None:
+        say("check-strategy: " + message)
+        self._step = (message.strip(), time.monotonic())
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.every):
+            step = self._step
+            if step is not None:
+                say(f"check-strategy:   ... still working ({time.monotonic() - step[1]:.0f} s into this step)")
+
+    def __enter__(self) -> "Heartbeat":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
 
 
 def _exit(args: argparse.Namespace, counterexample: bool) -> int:
@@ -78,10 +112,13 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         return _exit(args, v.status == "gap")   # a mapping where the shortcut is wrong
     if not args.strategy:
         raise ValidationError("give --strategy pairs|ratio-pairs|uopsinfo:k=RULE|FILE (or --shortcut facile)")
+    if args.ports > MAX_PORTS:
+        raise ValidationError(f"--ports {args.ports}: the encodings enumerate every non-empty port subset "
+                              f"(2^{args.ports} - 1 of them); at most {MAX_PORTS} ports")
     common = dict(levels=args.levels, max_uops=args.max_uops, max_exp_len=args.max_exp_len)
     if args.smallest:
         def note(v):
-            if not args.json:
+            if not (args.json or args.quiet):
                 print(f"  {len(v.cls.instructions)} instructions × {len(v.cls.ports)} ports: {v.status} "
                       f"({v.seconds:.1f} s)", file=sys.stderr)
         found, tried = smallest_counterexample(args.strategy, max_insns=args.insns or 3, max_ports=args.ports,
@@ -97,9 +134,10 @@ def cmd_check_strategy(args: argparse.Namespace) -> int:
         v = check_strategy_exhaustive(args.strategy, args.insns, args.ports, **common)
     else:
         given = load_mapping(args.mapping) if args.mapping else None
-        v = check_strategy(args.strategy, args.insns, args.ports, backend=args.backend, timeout=args.timeout,
-                           symmetry_breaking=not args.no_symmetry_breaking, given=given,
-                           encoding=args.encoding, **common)
+        with Heartbeat() as beat:
+            v = check_strategy(args.strategy, args.insns, args.ports, backend=args.backend, timeout=args.timeout,
+                               symmetry_breaking=not args.no_symmetry_breaking, given=given,
+                               encoding=args.encoding, progress=None if args.quiet else beat, **common)
     emit_json(v.to_json()) if args.json else print(v.render())
     return _exit(args, v.status == "counterexample")
 

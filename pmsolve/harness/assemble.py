@@ -38,7 +38,8 @@ def frame() -> str:
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+    # in its own session: a terminal's Ctrl-C must not look like a kernel the assembler rejects
+    return subprocess.run(cmd, capture_output=True, text=True, start_new_session=True, **kw)
 
 
 def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import warnings
 from typing import Iterable, Sequence
 
 from pmsolve.errors import UnknownNameError, ValidationError
@@ -13,21 +14,30 @@ from pmsolve.model import Experiment, Measurement
 
 
 class RecordedOracle:
-    """Answers from recorded measurements; repeated records of one experiment give their median."""
+    """Answers from recorded measurements. An experiment recorded more than once (repeated runs)
+    is answered with the **median** of its records (and of its µop counts); when the records
+    differ, a warning names how many experiments that concerns, with an example."""
 
     def __init__(self, measurements: Iterable[Measurement], source: str = "recorded measurements"):
         samples: dict[Experiment, list[float]] = {}
-        uops: dict[Experiment, float] = {}
+        uops: dict[Experiment, list[float]] = {}
         for m in measurements:
             samples.setdefault(m.experiment, []).append(float(m.cycles))
             if "uops" in m.others:
-                uops[m.experiment] = float(m.others["uops"])
+                uops.setdefault(m.experiment, []).append(float(m.others["uops"]))
         if not samples:
             raise ValidationError(f"{source}: no measurements to replay")
         self.source = source
         self._values = {e: statistics.median(v) for e, v in samples.items()}
-        self._uops = uops if len(uops) == len(samples) else {}
+        self._uops = {e: statistics.median(v) for e, v in uops.items()} if len(uops) == len(samples) else {}
         self._insns = tuple(sorted({i for e in self._values for i in e}))
+        differ = [(e, v) for e, v in samples.items() if len(set(v)) > 1]
+        if differ:
+            e, v = differ[0]
+            warnings.warn(f"{source}: {len(differ)} experiment(s) recorded more than once with different values "
+                          f"(e.g. {e} at {', '.join(f'{x:g}' for x in v[:4])}{' ...' if len(v) > 4 else ''}); "
+                          f"each is answered with the median of its records ({e}: {self._values[e]:g})",
+                          stacklevel=2)
 
     @classmethod
     def from_file(cls, path: str) -> "RecordedOracle":

@@ -32,8 +32,10 @@ class WorkerProcess:
             env["PMSOLVE_WORKER_CPU"] = str(cpu)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        # its own session: a terminal's Ctrl-C must not kill it mid-kernel (that would look like
+        # a fault of the experiment); the caller handles Ctrl-C and closes it
         self.proc = subprocess.Popen([sys.executable, "-m", "pmsolve.harness.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
         hello = self._read()
         self.pid = hello["pid"]
 

@@ -194,7 +194,7 @@ class Catalogue:
 @lru_cache(maxsize=4)
 def _read(path: str) -> tuple[Scheme, ...]:
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FormatError(f"ISA catalogue {path} is missing; regenerate it with `python -m pmsolve.isa.x86_gen` "
                           "(needs pip install 'pmsolve[isa]')") from None
@@ -211,5 +211,5 @@ def load_catalogue(path: str | Path | None = None, *, host: bool = True,
     base = default_dir()
     path = Path(path) if path else base / "x86_64.json"
     excl_path = Path(exclusions) if exclusions else base / "exclusions.txt"
-    excl = parse_exclusions(excl_path.read_text(), str(excl_path)) if excl_path.exists() else []
+    excl = parse_exclusions(excl_path.read_text(encoding="utf-8"), str(excl_path)) if excl_path.exists() else []
     return Catalogue(_read(str(path)), host_features() if host else None, excl)

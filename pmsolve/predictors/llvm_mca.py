@@ -193,7 +193,8 @@ class LlvmMcaPredictor:
         self.calls += 1
         try:
             p = subprocess.run(self._args(), input="\n".join(src) + "\n", capture_output=True, text=True,
-                               timeout=self.timeout + self.per_block_timeout * len(blocks))
+                               timeout=self.timeout + self.per_block_timeout * len(blocks),
+                               start_new_session=True)  # Ctrl-C must not make a "crash" answer
         except subprocess.TimeoutExpired:
             return [], f"timeout: llvm-mca took longer than {self.timeout + self.per_block_timeout * len(blocks):.0f} s"
         except OSError as exc:

@@ -49,7 +49,8 @@ class _Worker:
         env.setdefault("PYTHONWARNINGS", "ignore")
         args = [sys.executable, "-m", "pmsolve.predictors.osaca", arch] + ([] if lcd else ["--no-lcd"])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env,
+                                     start_new_session=True)  # Ctrl-C is the caller's to handle
         hello = self.read(start_timeout)
         if hello is None or "error" in hello:
             self.kill()

@@ -142,8 +142,12 @@ def predict_many(predictors: Sequence[Predictor], blocks: Sequence[Block], *, wo
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             # interleave predictors so every tool makes progress from the start
             jobs = [pool.submit(run, p, part) for part in parts for p in shared]
-            for j in jobs:
-                j.result()
+            try:
+                for j in jobs:
+                    j.result()
+            except KeyboardInterrupt:   # Ctrl-C: start nothing more (the calls running end on their own)
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     if remote_thread is not None:
         remote_thread.join()
         if failed:

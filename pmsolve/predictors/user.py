@@ -104,7 +104,8 @@ class CommandPredictor:
         limit = self.timeout + self.per_block_timeout * len(blocks)
         self.calls += 1
         try:
-            p = subprocess.run(self.argv, input=json.dumps(request), capture_output=True, text=True, timeout=limit)
+            p = subprocess.run(self.argv, input=json.dumps(request), capture_output=True, text=True, timeout=limit,
+                               start_new_session=True)  # Ctrl-C must not make a "crash" answer
         except subprocess.TimeoutExpired:
             return [], f"timeout: {self.argv[0]} took longer than {limit:g} s"
         except OSError as exc:

@@ -177,11 +177,16 @@ def _solve(problem, backend: str | None, timeout: float | None):
     return solve(problem, backend, timeout=timeout)
 
 
+#: the encodings enumerate every non-empty port subset (the bottleneck formula, Thm 5.2): beyond
+#: this many ports (65,535 subsets) building them alone would not end in a useful time
+MAX_PORTS = 16
+
+
 def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, levels: int = 2,
                    max_uops: int | None = None, max_exp_len: int = 4, backend: str | None = None,
                    timeout: float | None = None, symmetry_breaking: bool = True,
                    shortest: bool = True, given: PortMapping | None = None,
-                   encoding: str = "threshold") -> StrategyVerdict:
+                   encoding: str = "threshold", progress: Callable[[str], None] | None = None) -> StrategyVerdict:
     """Decide whether ``strategy`` determines every mapping of the bounded class up to
     indistinguishability (w.r.t. experiments of ≤ ``max_exp_len`` instructions).
 
@@ -190,15 +195,25 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
     its instructions and ports must be the class's, i1..iN and 0..K-1, or the file's names)?
     ``encoding`` picks how throughputs are encoded: "threshold" (default: the bottleneck formula
     over all port subsets as integer threshold tests), "max" (the same formula as a real maximum)
-    or "relate" (relateThroughput, Def. 4.5; no blocking instructions).
+    or "relate" (relateThroughput, Def. 4.5; no blocking instructions). ``progress`` receives a
+    line per step (encoding, solving, shortening a counterexample): one solver call can take
+    minutes.
     """
+    say = progress or (lambda msg: None)
+    if ports > MAX_PORTS:
+        raise ValidationError(f"{ports} ports: the encodings enumerate every non-empty port subset ({ports} ports "
+                              f"have 2^{ports} - 1 of them); at most {MAX_PORTS} ports")
     s = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     cls = s.mapping_class(insns, ports, levels, max_uops)
     if given is not None:
         given = _conform(given, cls)
     t0 = time.perf_counter()
+    say(f"encoding {s.name} for {len(cls.instructions)} instruction(s) × {len(cls.ports)} port(s), "
+        f"{2 ** len(cls.ports) - 1} port subsets, experiments of ≤ {max_exp_len} instructions")
     enc = build_sufficiency(cls, s, max_exp_len, symmetry_breaking=symmetry_breaking, given=given,
                             encoding=encoding)
+    say(f"encoded {enc.stats['experiments']} strategy experiment(s), {len(enc.problem.constraints)} constraints "
+        f"in {time.perf_counter() - t0:.1f} s; solving")
     res = _solve(enc.problem, backend, timeout)
     if res.infeasible:
         return StrategyVerdict(s.name, s.description, cls, max_exp_len, SUFFICIENT, res.backend,
@@ -210,7 +225,10 @@ def check_strategy(strategy: Strategy | str, insns: int | None, ports: int, *, l
     m1, m2, e = enc.decode(res)
     cx = _validate(s, cls, m1, m2, e)
     if shortest:
+        say(f"counterexample found by {res.backend} after {time.perf_counter() - t0:.1f} s (an experiment of "
+            f"{e.size} instructions); looking for a shorter one")
         for bound in range(1, e.size):
+            say(f"  solving for experiments of ≤ {bound} instruction(s)")
             small = build_sufficiency(cls, s, bound, symmetry_breaking=symmetry_breaking, given=given,
                                       encoding=encoding)
             r = _solve(small.problem, backend, timeout)

@@ -25,7 +25,13 @@ before it is used.
 Measurements go through a caching oracle kept in a fingerprinted state file
 (:class:`~pmsolve.fileio.StateFile`, :class:`~pmsolve.harness.cache.CachingOracle`), with the
 witness of every counterexample, so an interrupted run resumes without measuring anything twice
-and a state file of another oracle or space is refused.
+and a state file of another oracle or space is refused. A resumed run **retraces** the
+interrupted one: the loop starts again from the initial experiments and every measurement comes
+from the state file, so the solver session meets the same questions in the same order and gives
+the same answers. (Asserting the stored counterexamples at once would be faster, but the session's
+history decides which of several mappings that explain the measurements it returns: a resumed
+run then answered differently from an uninterrupted one, issue 38.) Only solver time is spent
+again.
 """
 
 from __future__ import annotations
@@ -204,24 +210,17 @@ class Cegis:
 
     # ----- bookkeeping beside the loop
     def start(self) -> None:
-        """Measure and observe the initial experiments, then replay a resumed run's
-        counterexamples (from the state file, in their order, with their witnesses)."""
+        """Measure and observe the initial experiments. A resumed run then retraces the loop
+        (see the module doc): its counterexamples come from the state file, not the oracle."""
         o = self.options
         initial = self._initial()
+        stored = self.state.data.setdefault("witnesses", [])
         if self.state.resumed:
-            self.say("resume", f"resuming: {len(self.oracle.known())} measurement(s) from {self.state.path}")
+            self.say("resume", f"resuming: {len(self.oracle.known())} measurement(s) from {self.state.path}; "
+                               f"retracing {len(stored)} counterexample(s) without measuring them again")
         for e, t in zip(initial, self.measure(initial)):
             self._observe(e, t)
         self.n_initial = len(initial)
-        seen = set(initial)
-        for note in self.state.data.setdefault("witnesses", []):
-            e = Experiment(note["experiment"])
-            if e in seen:
-                continue
-            seen.add(e)
-            (t,) = self.measure([e])
-            self._observe(e, t)
-            self.witnesses.append(Refutation(e, t, None, tuple(_ruled_out_from_json(note))))
         self.say("start", f"{len(self.obs)} measurement(s), {len(self.space.instructions)} instructions, "
                           f"{len(self.space.ports)} ports, {o.kind}, strategy {o.strategy}, backend {self.backend}")
 
@@ -234,11 +233,16 @@ class Cegis:
         out = tuple((m, tp) for m, _, tp in pred if _explains(m, [(e, cycles)], self.r_max, self.eps))
         alive = [(m, mod) for m, mod, _ in pred if not _explains(m, [(e, cycles)], self.r_max, self.eps)]
         self.carry = alive[0] if (alive and self.options.reuse) else None
+        k = len(self.witnesses)
         self.witnesses.append(Refutation(e, cycles, alive[0][0] if alive else None, out))
-        self.state.data["witnesses"].append({"experiment": dict(e.items()),
-                                             "ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)}
-                                                           for m, tp in out]})
-        self.state.save()
+        stored = self.state.data["witnesses"]
+        if k < len(stored) and Experiment(stored[k]["experiment"]) == e:
+            pass   # retracing a resumed run: the state file holds this one already
+        else:
+            del stored[k:]
+            stored.append({"experiment": dict(e.items()),
+                           "ruled_out": [{"mapping": _mapping_json(m), "predicted": str(tp)} for m, tp in out]})
+            self.state.save()
         self.say("counterexample", f"[{self.iteration}] {e} measured {float(cycles):.4g}: rules out {len(out)} "
                                    f"candidate(s) ({len(self.obs)} measurements, "
                                    f"{time.perf_counter() - self.t_start:.1f}s)", done=len(self.witnesses))
@@ -719,11 +723,6 @@ class Cegis:
 def _mapping_json(m: PortMapping) -> Any:
     from pmsolve.formats import mapping_to_json
     return mapping_to_json(m)
-
-
-def _ruled_out_from_json(note: dict[str, Any]) -> list[tuple[PortMapping, Fraction]]:
-    from pmsolve.formats import mapping_from_json
-    return [(mapping_from_json(r["mapping"]), Fraction(r["predicted"])) for r in note.get("ruled_out", [])]
 
 
 def infer(oracle: Any, options: CegisOptions, *, state: str | Path | None = None,
