@@ -64,16 +64,29 @@ def test_console_script_runs_as_module():
     assert res.returncode == 0 and "throughput" in res.stdout
 
 
-def test_backend_flag_defaults_to_the_environment(monkeypatch):
-    monkeypatch.setenv("PMSOLVE_BACKEND", "cvc5")
+def test_backend_flag_defaults_to_the_environment(monkeypatch, capsys):
+    """No --backend: the library reads $PMSOLVE_BACKEND (in any spelling), else auto."""
+    monkeypatch.setenv("PMSOLVE_BACKEND", "CVC5")
+    code, out, _ = run(capsys, "check-strategy", "--strategy", "pairs", "--insns", 2, "--ports", 2, "--json")
+    assert code == 0 and json.loads(out)["backend"] == "cvc5"
     parser = argparse.ArgumentParser()
     add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "cvc5"
-    assert parser.parse_args(["--backend", "z3"]).backend == "z3"
-    monkeypatch.delenv("PMSOLVE_BACKEND")
-    parser = argparse.ArgumentParser()
-    add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "auto"
+    assert parser.parse_args(["--backend", "Z3"]).backend == "z3"
+    assert parser.parse_args(["--backend", "pysmt"]).backend == "pysmt:z3"
+    assert parser.parse_args(["--backend", "SMT-LIB2"]).backend == "smtlib:z3"
+
+
+def test_an_unknown_backend_is_one_line_naming_the_known_ones(monkeypatch, capsys, fig_file):
+    """Issue 40: `--backend pysmt` (the README's name) was refused; an unknown name, by flag or
+    by $PMSOLVE_BACKEND, is one line that lists the names that exist."""
+    code, _, err = run(capsys, "throughput", "-m", fig_file, "-e", "add:1", "--backend", "gurobi")
+    assert code == 2 and err.count("\n") == 1 and "unknown backend 'gurobi'" in err
+    assert "pysmt:z3 (or pysmt)" in err and "smtlib:z3 (or smtlib" in err
+    code, _, err = run(capsys, "throughput", "-m", fig_file, "-e", "add:1", "--backend", "PySMT")
+    assert code == 0 and "checked by backend pysmt:z3" in err
+    monkeypatch.setenv("PMSOLVE_BACKEND", "nope")
+    code, _, err = run(capsys, "check-strategy", "--strategy", "pairs", "--insns", 2, "--ports", 2)
+    assert code == 2 and "unknown backend 'nope' (from $PMSOLVE_BACKEND)" in err and err.count("\n") == 1
 
 
 def test_executor_flags_make_the_asked_executor_ambient():
