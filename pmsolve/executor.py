@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib.util
+import logging
 import multiprocessing
 import os
 import sys
@@ -154,8 +156,6 @@ class DaskExecutor(Executor):
         except ImportError:
             raise PmsolveError("the dask executor needs Dask: pip install 'pmsolve[dask]' "
                                "(or pip install 'dask[distributed]')") from None
-        import logging
-
         self.retries = retries
         self.cluster = None
         if scheduler:
@@ -240,8 +240,6 @@ class DaskExecutor(Executor):
 
 
 def dask_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("distributed") is not None
 
 

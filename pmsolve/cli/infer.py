@@ -16,6 +16,7 @@ from pmsolve.cli.flags import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIV
                                extend_with_executor, number, output_dir, output_file, refuse_together)
 from pmsolve.cli.output import EXIT_NO, emit_json, fraction_text, say
 from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import load_mapping, mapping_to_json, read_text_file, save_mapping
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.harness.oracle import Oracle, open_oracle
@@ -27,6 +28,7 @@ from pmsolve.infer.common import rename_options
 from pmsolve.infer.pmevo import PmevoOptions
 from pmsolve.infer.pmevo import infer as pmevo_infer
 from pmsolve.jobs.host import JobConfig, render, run
+from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, sort_ports
 from pmsolve.strategy import k_rule
 
@@ -85,9 +87,6 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
 
 
 def cmd_infer_main(args: argparse.Namespace) -> int:
-    from pmsolve.fileio import atomic_write_text
-    from pmsolve.jobs.report import render_html
-
     output_file(args.out)
     output_file(args.report, "HTML report")
     output_dir(args.workdir, "work folder")

@@ -12,6 +12,7 @@ through :mod:`pmsolve.isa.bridge`. A scheme the mapping lacks makes the block
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -43,8 +44,6 @@ class MappingPredictor:
 
     @classmethod
     def from_file(cls, path: str | Path, *, r_max: float | None = None, naming: str | None = None) -> "MappingPredictor":
-        import warnings
-
         path = Path(path)
         with warnings.catch_warnings():   # schemes without port usage are simply unsupported here
             warnings.simplefilter("ignore")
