@@ -166,6 +166,9 @@ class Experiment:
         sep = ";" if any("," in i for i, _ in self.counts) else ","
         return sep.join(f"{i}:{n}" for i, n in self.counts)
 
+    def __repr__(self) -> str:
+        return f"Experiment({dict(self.counts)!r})"
+
 
 def as_experiment(value: object) -> Experiment:
     """An `Experiment`, or a plain ``{insn: count}`` dict made into one; anything else is refused

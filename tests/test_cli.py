@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,18 @@ def test_reproduces_published_pmevo_figures(capsys, arch, mape, tau):
     acc = json.loads(out)["mapping"]
     assert code == 0 and acc["n"] == 2000
     assert round(100 * acc["mape"], 1) == mape and round(acc["kendall_tau_b"], 2) == tau
+
+
+def test_every_command_says_what_it_is_for_and_names_its_page():
+    """Issue 40: `pmsolve --help` and each command's help say in one line what the command is
+    for and point to the page of docs/ that explains it."""
+    from pmsolve.cli import commands
+
+    root = Path(__file__).resolve().parents[1]
+    parser = build_parser()
+    assert "docs/" in parser.format_help()
+    for name, (line, sub) in commands(parser).items():
+        text = " ".join(sub.format_help().split())
+        assert line and sub.description, f"pmsolve {name}: no one-line help or description"
+        pages = re.findall(r"Documentation: (docs/[\w.-]+\.md)", text)
+        assert len(pages) == 1 and (root / pages[0]).is_file(), f"pmsolve {name}: {pages}"
