@@ -23,7 +23,7 @@ from functools import reduce
 from operator import add
 
 from pmsolve.encodings.coverage import build_coverage
-from pmsolve.symbolic import Int, Problem, Real, Sum, as_term
+from pmsolve.symbolic import Int, Problem, Real, Sum, as_term, same
 
 
 def timed(fn) -> tuple[float, object]:
@@ -63,7 +63,7 @@ def main() -> None:
     xs = [Real(f"x{i}", 0, 1) for i in range(args.vars)]
     new, s1 = timed(lambda: Sum(xs))
     old, s2 = timed(lambda: reduce(add, xs))
-    assert bool(s1 == s2), "Sum and repeated + disagree"
+    assert same(s1, s2), "Sum and repeated + disagree"
     print(f"Sum of {args.vars:,} variables: {new * 1e3:.1f} ms; repeated +: {old:.2f} s  "
           f"(Sum is {old / new:,.0f}× faster)")
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib.util
+import logging
 import multiprocessing
 import os
 import signal
@@ -191,8 +193,6 @@ class DaskExecutor(Executor):
         except ImportError:
             raise PmsolveError("the dask executor needs Dask: pip install 'pmsolve[dask]' "
                                "(or pip install 'dask[distributed]')") from None
-        import logging
-
         self.retries = retries
         self.cluster = None
         if scheduler:
@@ -277,8 +277,6 @@ class DaskExecutor(Executor):
 
 
 def dask_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("distributed") is not None
 
 

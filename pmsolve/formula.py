@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pmsolve.errors import ValidationError
-from pmsolve.model import Experiment, PortMapping, PortSet, bottleneck_of
+from pmsolve.model import Experiment, PortMapping, PortSet, as_experiment, bottleneck_of, check_mapping
 
 #: A front-end cap in instructions per cycle, or None for none.
 RMax = float | int | Fraction | None
@@ -62,8 +62,9 @@ def check_r_max(r_max: RMax) -> Fraction | None:
 
 def bottleneck(mapping: PortMapping, experiment: Experiment, r_max: RMax = None) -> Bottleneck:
     """Exact inverse throughput and bottleneck ports (Thm 5.2, :func:`pmsolve.model.bottleneck_of`),
-    optionally capped by ``r_max``."""
-    best, best_q = bottleneck_of(mapping.uop_masses(experiment))
+    optionally capped by ``r_max``. The experiment may be a plain ``{insn: count}`` dict."""
+    experiment = as_experiment(experiment)
+    best, best_q = bottleneck_of(check_mapping(mapping).uop_masses(experiment))
     r = check_r_max(r_max)
     if r is not None and Fraction(experiment.size) / r > best:
         return Bottleneck(Fraction(experiment.size) / r, frozenset(), frontend_bound=True)
@@ -72,7 +73,7 @@ def bottleneck(mapping: PortMapping, experiment: Experiment, r_max: RMax = None)
 
 def cpi(experiment: Experiment, inverse_tp: Fraction | float) -> Fraction | float:
     """Cycles per instruction: tp⁻¹ divided by the number of instructions in the experiment."""
-    return inverse_tp / experiment.size
+    return inverse_tp / as_experiment(experiment).size
 
 
 # --------------------------------------------------------------------------- vectorised route
@@ -240,6 +241,9 @@ class MaskBatch:
 
     @classmethod
     def compile(cls, pairs: Sequence[tuple[PortMapping, Experiment]]) -> "MaskBatch":
+        if isinstance(pairs, tuple) and len(pairs) == 2 and isinstance(pairs[0], PortMapping):
+            raise ValidationError("expected a list of (mapping, experiment) pairs, got one pair: "
+                                  "wrap it in a list")
         ids = np.fromiter(map(id, map(itemgetter(0), pairs)), np.uint64, len(pairs))
         _, first, group = np.unique(ids, return_index=True, return_inverse=True)
         by_first = np.argsort(first)  # number the mappings in order of appearance
@@ -254,7 +258,8 @@ class MaskBatch:
     @classmethod
     def of(cls, mapping: PortMapping, experiments: Sequence[Experiment]) -> "MaskBatch":
         """The batch of one mapping with many experiments (no pairs to build)."""
-        return _compile([mapping], np.array([0, len(experiments)]), experiments, None)
+        _refuse_one(experiments)
+        return _compile([check_mapping(mapping)], np.array([0, len(experiments)]), experiments, None)
 
     def evaluate(self, r_max: RMax = None) -> np.ndarray:
         r = check_r_max(r_max)
@@ -276,6 +281,11 @@ def _compile(mappings: list[PortMapping], cut: np.ndarray, experiments: Sequence
     n = len(experiments)
     if n == 0:
         return MaskBatch(0, np.zeros(0), ())
+    try:
+        items = [e.counts for e in experiments]
+    except AttributeError:  # plain {insn: count} dicts (or something that is no experiment)
+        experiments = [as_experiment(e) for e in experiments]
+        items = [e.counts for e in experiments]
     compiled = [CompiledMapping.of(m) for m in mappings]
     offsets = np.cumsum([0] + [len(cm.index) for cm in compiled])
     if len(compiled) == 1:
@@ -283,7 +293,6 @@ def _compile(mappings: list[PortMapping], cut: np.ndarray, experiments: Sequence
     else:  # each mapping's kinds are its own columns
         masks = np.concatenate([cm.masks for cm in compiled])
         uops = block_diag([cm.uops for cm in compiled], format="csr")
-    items = [e.counts for e in experiments]
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, items), np.int64, n), out=indptr[1:])
     codes = np.concatenate([cm.item_codes(mappings[g], items[cut[g]:cut[g + 1]], experiments[cut[g]:cut[g + 1]],
@@ -331,6 +340,13 @@ def _by_distinct_uops(k: np.ndarray, start: np.ndarray, masks: np.ndarray, weigh
     return groups
 
 
+def _refuse_one(experiments: object) -> None:
+    """A sequence of experiments is expected; one experiment (or a dict) would read as its names."""
+    if isinstance(experiments, (Experiment, dict, str)):
+        raise ValidationError(f"expected a sequence of experiments, got one ({experiments!r:.60}): "
+                              "wrap it in a list, or use inverse_throughput(mapping, experiment)")
+
+
 def batch_inverse_throughput(pairs: Sequence[tuple[PortMapping, Experiment]],
                              r_max: RMax = None) -> np.ndarray:
     """Inverse throughputs (float64) of many (mapping, experiment) pairs at once; equal to
@@ -342,7 +358,8 @@ def evaluate_many(mapping: PortMapping, experiments: Sequence[Experiment], r_max
                   executor=None, chunk: int = 20_000) -> np.ndarray:
     """Inverse throughputs of many experiments under one mapping (float64). With an
     ``executor`` (:mod:`pmsolve.executor`), parts of ``chunk`` experiments run on its workers;
-    the answer is the same array."""
+    the answer is the same array. Experiments may be plain ``{insn: count}`` dicts."""
+    _refuse_one(experiments)
     if executor is None or getattr(executor, "kind", "serial") == "serial" or len(experiments) <= chunk:
         return MaskBatch.of(mapping, experiments).evaluate(r_max)
     parts = [list(experiments[i:i + chunk]) for i in range(0, len(experiments), chunk)]

@@ -5,6 +5,8 @@ Deterministic under a :class:`numpy.random.Generator` (pass ``np.random.default_
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from pmsolve.errors import ValidationError
@@ -61,8 +63,6 @@ def zen_like(seed: int = 0, n_other: int = 40) -> PortMapping:
     uses (the explainable inference's assumption, sec. 6.2.4), and ``n_other`` schemes ``insJ``
     of 1-3 µop kinds from those sets, 1-3 µops each: the simulated truth of the counter-free
     inference's gate and of the main job away from x86-64."""
-    import random
-
     rng = random.Random(seed)
     table: dict[str, list] = {f"blk{j}": [(s, 1)] for j, s in enumerate(ZEN_SETS)}
     for j in range(n_other):

@@ -166,6 +166,35 @@ class Experiment:
         sep = ";" if any("," in i for i, _ in self.counts) else ","
         return sep.join(f"{i}:{n}" for i, n in self.counts)
 
+    def __repr__(self) -> str:
+        return f"Experiment({dict(self.counts)!r})"
+
+
+def as_experiment(value: object) -> Experiment:
+    """An `Experiment`, or a plain ``{insn: count}`` dict made into one; anything else is refused
+    with a line that says what to pass (a string would otherwise read as its letters)."""
+    if isinstance(value, Experiment):
+        return value
+    if isinstance(value, Mapping):
+        return Experiment(value)
+    if isinstance(value, str):
+        raise ValidationError(f"the string {value!r} is not an experiment: pass "
+                              f"Experiment.parse({value!r}) or a dict such as {{'add': 2}}")
+    raise ValidationError(f"not an experiment: {type(value).__name__} {value!r:.60}; pass an "
+                          f"Experiment or a dict such as {{'add': 2, 'mul': 1}}")
+
+
+def as_experiments(value: object) -> "tuple[bool, list[Experiment]]":
+    """One experiment (an `Experiment` or a dict) or a sequence of them, as (single?, list)."""
+    if isinstance(value, (Experiment, Mapping, str)):
+        return True, [as_experiment(value)]
+    if not isinstance(value, Iterable):
+        as_experiment(value)  # raises, saying what to pass
+    items = list(value)  # type: ignore[call-overload]
+    if all(type(e) is Experiment for e in items):
+        return False, items
+    return False, [as_experiment(e) for e in items]
+
 
 @dataclass(frozen=True)
 class PortMapping:
@@ -251,10 +280,16 @@ class PortMapping:
                 mass[u.ports] = mass.get(u.ports, 0) + n * u.count
         return mass
 
-    def indistinguishable(self, other: "PortMapping", *, max_len: int = 3) -> "Experiment | None":
-        """Def. 3.16 on a bounded domain: None when every experiment of at most `max_len`
-        instructions has the same exact tp⁻¹ under both mappings, else the first experiment
-        (fewest instructions first) that tells them apart. Exhaustive: C(n + max_len, max_len)
+    def indistinguishable(self, other: "PortMapping", *, max_len: int = 3) -> bool:
+        """Def. 3.16 on a bounded domain: whether every experiment of at most `max_len`
+        instructions has the same exact tp⁻¹ under both mappings (an experiment that tells
+        them apart: :meth:`distinguishing_experiment`)."""
+        return self.distinguishing_experiment(other, max_len=max_len) is None
+
+    def distinguishing_experiment(self, other: "PortMapping", *, max_len: int = 3) -> "Experiment | None":
+        """The first experiment of at most `max_len` instructions (fewest first) whose exact
+        tp⁻¹ differs between the two mappings, or None when there is none (they are
+        indistinguishable on that domain, Def. 3.16). Exhaustive: C(n + max_len, max_len)
         experiments for n instructions; both mappings must cover the same instructions."""
         if set(self.instructions) != set(other.instructions):
             raise ValidationError(f"the mappings cover different instructions: "
@@ -299,6 +334,14 @@ class PortMapping:
                  f"({' '.join(self.ports)}), {self.levels}-level"]
         lines += [f"  {i:<{width}}  {' + '.join(map(str, us))}" for i, us in self.uops.items()]
         return "\n".join(lines)
+
+
+def check_mapping(value: object) -> "PortMapping":
+    """`value` if it is a PortMapping; anything else is refused with a line that says what to pass."""
+    if isinstance(value, PortMapping):
+        return value
+    raise ValidationError(f"not a port mapping: {type(value).__name__} {value!r:.60}; pass a PortMapping "
+                          f"(load_mapping(path), or PortMapping.two_level(ports, {{insn: ports}}))")
 
 
 def bottleneck_of(mass: Mapping[PortSet, int]) -> tuple[Fraction, PortSet]:

@@ -40,7 +40,7 @@ from pmsolve.formula import (
 from pmsolve.encodings.lp import throughput_lp
 from pmsolve.encodings.relate import relate_throughput
 from pmsolve.errors import SolverError, ValidationError
-from pmsolve.model import Experiment, PortMapping
+from pmsolve.model import Experiment, PortMapping, as_experiment, as_experiments, check_mapping
 
 METHODS = ("exact", "batch", "lp", "schedule")
 
@@ -63,14 +63,15 @@ def inverse_throughput(mapping: PortMapping, experiment: Sequence[Experiment], *
 def inverse_throughput(mapping: PortMapping, experiment: Experiment | Sequence[Experiment], *,
                        r_max: RMax = None, method: str = "exact", backend: str | None = None,
                        ) -> Fraction | float | list[Fraction] | np.ndarray:
-    """tp⁻¹ (cycles per iteration) of one experiment or a sequence of them (module doc)."""
+    """tp⁻¹ (cycles per iteration) of one experiment or a sequence of them (module doc). An
+    experiment is an :class:`Experiment` or a plain ``{insn: count}`` dict."""
     if method not in METHODS:
         raise ValidationError(f"unknown throughput method {method!r}: choose {', '.join(METHODS)}")
     if backend is not None and method != "lp":
         raise ValidationError(f"backend= applies to method='lp', not to method={method!r}")
     check_r_max(r_max)
-    single = isinstance(experiment, Experiment)
-    exps: Sequence[Experiment] = [experiment] if single else experiment  # type: ignore[list-item]
+    check_mapping(mapping)
+    single, exps = as_experiments(experiment)
     if method == "batch":
         values = evaluate_many(mapping, exps, r_max)
         return float(values[0]) if single else values
@@ -117,7 +118,8 @@ def optimal_schedule_length(mapping: PortMapping, experiment: Experiment, iterat
 
     if iterations < 1:
         raise ValidationError(f"iterations must be ≥ 1, got {iterations}")
-    mapping.check(experiment)
+    experiment = as_experiment(experiment)
+    check_mapping(mapping).check(experiment)
     uops = [(u.ports, n * u.count) for insn, n in experiment.items() for u in mapping.uops[insn]]
     ports = list(mapping.ports)
     n_u, n_p = len(uops), len(ports)

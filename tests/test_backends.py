@@ -7,7 +7,7 @@ from fractions import Fraction as F
 import pytest
 
 from pmsolve.backends import (
-    capabilities as C, describe, format_table, get, names, open_session, register, solve,
+    canonical, capabilities as C, describe, format_table, get, names, open_session, register, solve,
     unregister,
 )
 from pmsolve.backends.base import Backend, RawResult, ReplayEngine
@@ -270,6 +270,30 @@ def test_results_are_indexed_by_variable_or_expression():
 
 def test_environment_variable_chooses_the_backend(monkeypatch):
     monkeypatch.setenv("PMSOLVE_BACKEND", "cvc5")
+    p, _, _ = smt_appendix_b(False)
+    assert solve(p).backend == "cvc5"
+
+
+@pytest.mark.parametrize("spelling, name", [("Z3", "z3"), ("HiGHS", "highs"), ("pysmt", "pysmt:z3"),
+                                            ("PySMT:CVC5", "pysmt:cvc5"), ("smtlib", "smtlib:z3"),
+                                            ("SMT-LIB2", "smtlib:z3"), ("python-sat", "sat"), ("AUTO", "auto")])
+def test_backend_names_are_read_in_any_case_and_families_mean_their_default_solver(spelling, name):
+    """Issue 40: the README lists "pysmt" and "SMT-LIB2", but only pysmt:z3 and smtlib:z3 were
+    accepted, and "Z3" was refused."""
+    assert canonical(spelling) == name
+    if name != "auto":
+        assert get(spelling).name == name
+    if name in INSTALLED and C.SMT in get(name).capabilities:
+        assert solve(smt_appendix_b(False)[0], spelling).backend == name
+
+
+def test_an_unknown_backend_name_is_refused_with_the_names_that_exist(monkeypatch):
+    with pytest.raises(SolverError, match=r"unknown backend 'gurobi'; known: z3, cvc5, pysmt:z3 \(or pysmt\)"):
+        solve(lp_appendix_b()[0], "gurobi")
+    monkeypatch.setenv("PMSOLVE_BACKEND", "nope")
+    with pytest.raises(SolverError, match=r"'nope' \(from \$PMSOLVE_BACKEND\).*smtlib:z3 \(or smtlib"):
+        solve(lp_appendix_b()[0])
+    monkeypatch.setenv("PMSOLVE_BACKEND", "Cvc5")
     p, _, _ = smt_appendix_b(False)
     assert solve(p).backend == "cvc5"
 

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,16 +65,29 @@ def test_console_script_runs_as_module():
     assert res.returncode == 0 and "throughput" in res.stdout
 
 
-def test_backend_flag_defaults_to_the_environment(monkeypatch):
-    monkeypatch.setenv("PMSOLVE_BACKEND", "cvc5")
+def test_backend_flag_defaults_to_the_environment(monkeypatch, capsys):
+    """No --backend: the library reads $PMSOLVE_BACKEND (in any spelling), else auto."""
+    monkeypatch.setenv("PMSOLVE_BACKEND", "CVC5")
+    code, out, _ = run(capsys, "check-strategy", "--strategy", "pairs", "--insns", 2, "--ports", 2, "--json")
+    assert code == 0 and json.loads(out)["backend"] == "cvc5"
     parser = argparse.ArgumentParser()
     add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "cvc5"
-    assert parser.parse_args(["--backend", "z3"]).backend == "z3"
-    monkeypatch.delenv("PMSOLVE_BACKEND")
-    parser = argparse.ArgumentParser()
-    add_backend_argument(parser)
-    assert parser.parse_args([]).backend == "auto"
+    assert parser.parse_args(["--backend", "Z3"]).backend == "z3"
+    assert parser.parse_args(["--backend", "pysmt"]).backend == "pysmt:z3"
+    assert parser.parse_args(["--backend", "SMT-LIB2"]).backend == "smtlib:z3"
+
+
+def test_an_unknown_backend_is_one_line_naming_the_known_ones(monkeypatch, capsys, fig_file):
+    """Issue 40: `--backend pysmt` (the README's name) was refused; an unknown name, by flag or
+    by $PMSOLVE_BACKEND, is one line that lists the names that exist."""
+    code, _, err = run(capsys, "throughput", "-m", fig_file, "-e", "add:1", "--backend", "gurobi")
+    assert code == 2 and err.count("\n") == 1 and "unknown backend 'gurobi'" in err
+    assert "pysmt:z3 (or pysmt)" in err and "smtlib:z3 (or smtlib" in err
+    code, _, err = run(capsys, "throughput", "-m", fig_file, "-e", "add:1", "--backend", "PySMT")
+    assert code == 0 and "checked by backend pysmt:z3" in err
+    monkeypatch.setenv("PMSOLVE_BACKEND", "nope")
+    code, _, err = run(capsys, "check-strategy", "--strategy", "pairs", "--insns", 2, "--ports", 2)
+    assert code == 2 and "unknown backend 'nope' (from $PMSOLVE_BACKEND)" in err and err.count("\n") == 1
 
 
 def test_executor_flags_make_the_asked_executor_ambient():
@@ -237,3 +251,18 @@ def test_an_ascii_terminal_gets_ascii_not_a_traceback(tmp_path, fig_file, env):
     assert "tp^-1" in out and "4x add" in out                                     # the demo's table
     assert "count must be >= 0, got -1" in err
     assert "explainable inference, with or without a uop counter" in out           # a help text
+
+
+def test_every_command_says_what_it_is_for_and_names_its_page():
+    """Issue 40: `pmsolve --help` and each command's help say in one line what the command is
+    for and point to the page of docs/ that explains it."""
+    from pmsolve.cli.app import commands
+
+    root = Path(__file__).resolve().parents[1]
+    parser = build_parser()
+    assert "docs/" in parser.format_help()
+    for name, (line, sub) in commands(parser).items():
+        text = " ".join(sub.format_help().split())
+        assert line and sub.description, f"pmsolve {name}: no one-line help or description"
+        pages = re.findall(r"Documentation: (docs/[\w.-]+\.md)", text)
+        assert len(pages) == 1 and (root / pages[0]).is_file(), f"pmsolve {name}: {pages}"

@@ -204,3 +204,30 @@ def test_library_messages_name_no_command_line_flags():
                 if named:
                     found.append(f"{where(mods, mod, node.lineno)}: {', '.join(named)} in {node.value[:60]!r}")
     assert not found, "library messages that name command-line flags:\n" + "\n".join(found)
+
+
+#: The libraries a function may import when first used (README, "Architecture"): the solvers, and
+#: libraries heavy enough to load only when needed. numpy stays out of `import pmsolve.backends`.
+LAZY_LIBRARIES = {"z3", "cvc5", "pysmt", "pysat", "highspy", "scipy", "numpy", "matplotlib", "osaca",
+                  "dask", "distributed", "deap", "iced_x86", "hypothesis"}
+
+
+def test_function_level_imports_are_only_heavy_optional_libraries():
+    """Issue 40: the README said function-level imports remain only for heavy optional
+    libraries; there were 17 in pmsolve/, several of them the project's own modules."""
+    found = []
+    for mod, path in modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                else:
+                    continue
+                found += [f"{where(modules(), mod, node.lineno)} imports {n}" for n in names
+                          if n.split(".")[0] not in LAZY_LIBRARIES]
+    assert not found, "\n".join(found)

@@ -73,16 +73,26 @@ def test_measurement_needs_positive_cycles():
         Measurement(Experiment({"x": 1}), 0.0)
 
 
-def test_indistinguishable_finds_the_first_witness_or_none():
+def test_distinguishing_experiment_finds_the_first_witness_or_none():
     a = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p2"]})
     renamed = a.rename_ports({"p0": "q1", "p1": "q0", "p2": "q2"})
-    assert a.indistinguishable(renamed, max_len=3) is None  # Def. 3.16: port renaming
+    assert a.distinguishing_experiment(renamed, max_len=3) is None  # Def. 3.16: port renaming
     # same singletons, and {x, y} is 1 either way; y sharing x's port shows only in {2x, y}
     b = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p1"]})
-    assert a.indistinguishable(b, max_len=2) is None
-    assert a.indistinguishable(b, max_len=3) == Experiment({"x": 2, "y": 1})  # 1 vs 3/2
+    assert a.distinguishing_experiment(b, max_len=2) is None
+    assert a.distinguishing_experiment(b, max_len=3) == Experiment({"x": 2, "y": 1})  # 1 vs 3/2
     three = PortMapping(["p0", "p1"], {"x": [(["p0"], 1), (["p1"], 1)], "y": [(["p1"], 1)]})
     two = PortMapping.two_level(["p0", "p1"], {"x": ["p0", "p1"], "y": ["p1"]})
-    assert three.indistinguishable(two, max_len=2) == Experiment({"x": 1})  # 1 vs 1/2
+    assert three.distinguishing_experiment(two, max_len=2) == Experiment({"x": 1})  # 1 vs 1/2
     with pytest.raises(ValidationError, match="different instructions"):
-        a.indistinguishable(PortMapping.two_level(["p0"], {"x": ["p0"]}))
+        a.distinguishing_experiment(PortMapping.two_level(["p0"], {"x": ["p0"]}))
+
+
+def test_indistinguishable_is_a_predicate():
+    """Issue 40: indistinguishable() returned None when the mappings were indistinguishable,
+    so `if m.indistinguishable(o):` read backwards. It answers True or False."""
+    a = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p2"]})
+    b = PortMapping.two_level(["p0", "p1", "p2"], {"x": ["p0", "p1"], "y": ["p1"]})
+    assert a.indistinguishable(a.rename_ports({"p0": "q1", "p1": "q0", "p2": "q2"})) is True
+    assert a.indistinguishable(b, max_len=2) is True
+    assert a.indistinguishable(b, max_len=3) is False

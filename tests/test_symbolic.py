@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pmsolve.errors import ValidationError
 from pmsolve.symbolic import (
-    And, Bool, Iff, Implies, Int, Not, Or, Problem, Real, Sum, evaluate, ite, violations,
+    And, Bool, Iff, Implies, Int, Not, Or, Problem, Real, Sum, evaluate, ite, same, violations,
 )
 
 x, y = Real("x", 0, 10), Real("y")
@@ -78,7 +78,7 @@ def test_and_or_simplify_constants_and_flatten():
     assert str(And(b, True, And(c, b))) == "b ∧ c ∧ b"
     assert str(Or(b, True)) == "true"
     assert str(And()) == "true" and str(Or()) == "false"
-    assert Not(Not(b)) == b
+    assert same(Not(Not(b)), b)
     assert str(Sum([])) == "0"
 
 
@@ -102,13 +102,47 @@ def test_comparisons_have_no_truth_value_so_chains_raise():
         bool(b & c)
 
 
-def test_equations_are_structural_as_dict_keys():
-    """bool(a == b) is structural identity, so nodes still work in dicts and `in` tests."""
+COMPARISONS = {"==": lambda a, v: a == v, "!=": lambda a, v: a != v, "<=": lambda a, v: a <= v,
+               "<": lambda a, v: a < v, ">=": lambda a, v: a >= v, ">": lambda a, v: a > v}
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+@pytest.mark.parametrize("rhs", [3, "itself", "the same variable made again", "y"])
+def test_no_comparison_has_a_truth_value(op, rhs):
+    """Issue 40: `"taken" if x == 3 else "not taken"` gave 'not taken' silently, because the
+    truth value of `==` was structural identity. Every comparison, on terms as on formulas,
+    builds a formula and refuses to be a Python truth value, even where identity would be true."""
+    v = Int("v", 0, 10)
+    other = {3: 3, "itself": v, "the same variable made again": Int("v", 0, 10), "y": y}[rhs]
+    f = COMPARISONS[op](v, other)
+    assert str(f).startswith("v ")  # the comparison itself, not a Python bool
+    with pytest.raises(ValidationError, match="no Python truth value"):
+        "taken" if f else "not taken"  # noqa: B015
+    with pytest.raises(ValidationError, match="no Python truth value"):
+        bool(COMPARISONS[op](v + 1, other))
+
+
+@pytest.mark.parametrize("op", ["==", "!="])
+def test_formula_equations_have_no_truth_value(op):
+    for other in (b, Bool("b"), c, True):
+        f = COMPARISONS[op](b, other)
+        with pytest.raises(ValidationError, match="no Python truth value"):
+            bool(f)
+    assert str(COMPARISONS[op](b, c)) == ("b ↔ c" if op == "==" else "¬(b ↔ c)")
+
+
+def test_nodes_are_keyed_by_ident_and_compared_with_same():
+    """`==` builds equations, so a dict of nodes would compare keys with it: nodes refuse to
+    hash (one line naming the way out), and `node.ident` is the structural key."""
     again = Real("x", 0, 10)
-    assert again is not x and {x: 1}[again] == 1
-    assert bool(x == again) and not bool(x == y) and bool(x != y)
-    assert x + 1 in [y, 1 + x]
-    assert bool(b == Bool("b")) and not bool(b == c) and bool(b != c)
+    with pytest.raises(TypeError, match="node.ident"):
+        {x: 1}  # noqa: B018
+    with pytest.raises(TypeError, match="node.ident"):
+        {b}  # noqa: B018
+    assert again is not x and {x.ident: 1}[again.ident] == 1
+    assert same(x, again) and not same(x, y) and same(b, Bool("b")) and not same(b, c)
+    assert (x + 1).ident in {y.ident, (1 + x).ident}
+    assert len({t.ident for t in (x + 1, 1 + x, x + 2)}) == 2
 
 
 def test_floats_in_equations_are_refused():
@@ -130,7 +164,7 @@ def test_sum_equals_chained_addition():
     chained = vs[0]
     for v in vs[1:]:
         chained = chained + v
-    assert bool(Sum(vs) == chained)
+    assert same(Sum(vs), chained)
     assert str(Sum([x, -1 * x, 2])) == "2"
 
 

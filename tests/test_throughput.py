@@ -1,6 +1,9 @@
 """The theorems that tie the throughput routes together (dissertation ch. 3, sec. 5.1.4): the
 bottleneck formula (exact and batch), the LP of Thm 3.7 / 3.12, and the schedule definition."""
 
+import os
+import subprocess
+import sys
 from fractions import Fraction
 from math import ceil
 
@@ -253,3 +256,48 @@ def test_batch_pairs_in_any_order_and_many_mappings(data):
     pairs = [pairs[i] for i in order]
     want = [float(inverse_throughput(m, e)) for m, e in pairs]
     assert batch_inverse_throughput(pairs).tolist() == want
+
+
+# ----------------------------------------------------------------- the front door as a new user meets it
+
+def test_a_plain_dict_is_an_experiment_at_every_entry_of_the_front_door():
+    """Issue 40: `inverse_throughput(m, {"add": 2})` raised "unknown instruction(s) ['a', 'd', 'd']":
+    the dict's key was read as an experiment, letter by letter."""
+    e = {"add": 2, "mul": 1, "store": 1}
+    assert inverse_throughput(FIG_3_1, e) == Fraction(3, 2)
+    for method in ("lp", "schedule"):
+        assert inverse_throughput(FIG_3_1, e, method=method) == Fraction(3, 2)
+    assert inverse_throughput(FIG_3_1, e, method="batch") == 1.5
+    assert inverse_throughput(FIG_3_1, [e, EX_3_4]) == [Fraction(3, 2)] * 2
+    assert list(inverse_throughput(FIG_3_1, [e, {"add": 3}], method="batch")) == [1.5, 1.5]
+    assert list(evaluate_many(FIG_3_1, [e, {"mul": 2}])) == [1.5, 2.0]
+    assert list(batch_inverse_throughput([(FIG_3_1, e), (APP_E2, {"A": 1, "B": 1})])) == [1.5, 2 / 3]
+    assert bottleneck(FIG_3_1, e).ports == {"p1", "p2"}
+    assert optimal_schedule_length(FIG_3_1, e, 2) == 3
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: inverse_throughput(FIG_3_1, "add:2"), r"pass Experiment.parse\('add:2'\) or a dict"),
+    (lambda: inverse_throughput(FIG_3_1, ["add:2", "mul:1"]), r"pass Experiment.parse\('add:2'\)"),
+    (lambda: inverse_throughput(FIG_3_1, 3), "pass an Experiment or a dict"),
+    (lambda: inverse_throughput("mapping.json", {"add": 2}), r"pass a PortMapping \(load_mapping\(path\)"),
+    (lambda: evaluate_many(FIG_3_1, {"add": 2}), "got one .*wrap it in a list"),
+    (lambda: evaluate_many(FIG_3_1, EX_3_4), "got one .*wrap it in a list"),
+    (lambda: batch_inverse_throughput((FIG_3_1, EX_3_4)), "got one pair: wrap it in a list"),
+])
+def test_what_is_no_experiment_is_refused_saying_what_to_pass(call, says):
+    with pytest.raises(ValidationError, match=says):
+        call()
+
+
+@pytest.mark.parametrize("backend", [None, "highs"])
+def test_library_calls_print_nothing(backend):
+    """Issue 40: with the automatic backend, method="lp" printed the HiGHS banner on standard
+    output (HiGHS prints it from C++ when a process makes its first solver object)."""
+    code = ("from pmsolve import PortMapping, inverse_throughput\n"
+            "m = PortMapping.two_level(['p1', 'p2'], {'add': ['p1', 'p2'], 'mul': ['p1']})\n"
+            f"assert inverse_throughput(m, {{'add': 2, 'mul': 1}}, method='lp', backend={backend!r}) == 1.5\n")
+    env = {k: v for k, v in os.environ.items() if k != "PMSOLVE_BACKEND"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("", "")

@@ -10,7 +10,7 @@ from pmsolve.backends import builtin as _builtin  # noqa: F401  (registers the b
 from pmsolve.backends.base import Backend, Session
 from pmsolve.backends.capabilities import problem_kind
 from pmsolve.backends.registry import (
-    AUTO, ENV_VAR, describe, format_table, get, names, register,
+    ALIASES, AUTO, ENV_VAR, canonical, describe, format_table, get, known_names, names, register,
     requested_name, select, unregister,
 )
 from pmsolve.backends.result import Result
@@ -18,7 +18,7 @@ from pmsolve.backends.smtlib import to_smtlib2
 from pmsolve.backends.solve import choose, open_session, solve
 
 __all__ = [
-    "AUTO", "ENV_VAR", "Backend", "Result", "Session", "choose",
-    "describe", "format_table", "get", "names", "open_session", "problem_kind", "register",
+    "ALIASES", "AUTO", "ENV_VAR", "Backend", "Result", "Session", "canonical", "choose",
+    "describe", "format_table", "get", "known_names", "names", "open_session", "problem_kind", "register",
     "requested_name", "select", "solve", "to_smtlib2", "unregister",
 ]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+
 from pmsolve.backends.registry import register
 
 
 def _lazy(module: str, cls: str, *args: str):  # type: ignore[no-untyped-def]
     def make():  # type: ignore[no-untyped-def]
-        import importlib
-
         return getattr(importlib.import_module(module), cls)(*args)
 
     return make

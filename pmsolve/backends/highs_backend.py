@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from typing import Any
 
 from pmsolve.backends import result as R
@@ -23,7 +26,7 @@ class HighsBackend(MilpBackend):
         import highspy
         import numpy as np
 
-        h = highspy.Highs()
+        h = _new_highs(highspy)
         h.setOptionValue("output_flag", False)
         for k, v in {**TIGHT, **options}.items():
             h.setOptionValue(k, v)
@@ -80,3 +83,28 @@ def _run(h: Any) -> None:
         while not h.wait(0.1)[0]:
             pass
         raise
+
+
+_FIRST = threading.Lock()
+_banner_shown = False
+
+
+def _new_highs(highspy: Any) -> Any:
+    """A Highs object. HiGHS prints its banner on standard output (from C++, on fd 1) when the
+    process makes its first one, before any option can turn output off; a library call must
+    print nothing, so that one is made with fd 1 on /dev/null."""
+    global _banner_shown
+    if _banner_shown:
+        return highspy.Highs()
+    with _FIRST:
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+        _banner_shown = True
+    return h

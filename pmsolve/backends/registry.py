@@ -4,6 +4,10 @@ Selection order: explicit `backend=` argument, else the PMSOLVE_BACKEND environm
 else "auto". `auto` takes the first installed backend in AUTO_ORDER[kind] that has every needed
 capability. A named backend that is missing or lacks a capability is refused with one
 SolverError line saying what is missing and which installed backends would do.
+
+Names are read in any case, and a family's name means its default solver (`ALIASES`: "pysmt"
+is pysmt:z3, "smtlib" and "SMT-LIB2" are smtlib:z3, "python-sat" is sat); an unknown name is
+refused with the list of names that exist.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ AUTO = "auto"
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
 
+#: other spellings users meet in the documentation (keys lower-case): a family means its default solver
+ALIASES = {"pysmt": "pysmt:z3", "smtlib": "smtlib:z3", "smtlib2": "smtlib:z3", "smt-lib": "smtlib:z3",
+           "smt-lib2": "smtlib:z3", "python-sat": "sat", "pysat": "sat", "highspy": "highs"}
+
 # preference per problem kind: exact solvers first where the problem is logical, HiGHS for LPs
 AUTO_ORDER = {
     C.SAT: ("sat", "z3", "cvc5", "pysmt:z3", "pysmt:cvc5", "highs", "scipy"),
@@ -31,12 +39,15 @@ AUTO_ORDER = {
 
 
 def register(name: str, factory: Callable[[], Backend]) -> None:
-    """Add (or replace) a backend; the factory must not import the solver (that happens lazily)."""
+    """Add (or replace) a backend; the factory must not import the solver (that happens lazily).
+    Names are kept lower-case (they are looked up in any case)."""
+    name = name.strip().lower()
     _FACTORIES[name] = factory
     _INSTANCES.pop(name, None)
 
 
 def unregister(name: str) -> None:
+    name = name.strip().lower()
     _FACTORIES.pop(name, None)
     _INSTANCES.pop(name, None)
 
@@ -45,10 +56,30 @@ def names() -> list[str]:
     return list(_FACTORIES)
 
 
+def known_names() -> str:
+    """The names a user may give, for messages: each backend with its other spellings, and auto."""
+    also: dict[str, list[str]] = {}
+    for alias, target in ALIASES.items():
+        also.setdefault(target, []).append(alias)
+    shown = [f"{n} (or {', '.join(also[n])})" if n in also else n for n in _FACTORIES]
+    return ", ".join(shown + [AUTO]) + "; any case"
+
+
+def canonical(name: str, where: str = "") -> str:
+    """The registered name (or auto) a spelling means: any case, `ALIASES` resolved; an unknown
+    name is refused with the names that exist (`where` says where the name came from)."""
+    key = str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    if key != AUTO and key not in _FACTORIES:
+        raise SolverError(f"unknown backend {name!r}{where}; known: {known_names()}")
+    return key
+
+
 def get(name: str) -> Backend:
-    """The backend object for a name (installed or not); unknown names are refused."""
-    if name not in _FACTORIES:
-        raise SolverError(f"unknown backend {name!r}; known: {', '.join(_FACTORIES)} (or 'auto')")
+    """The backend object for a name in any spelling (installed or not); unknown names are refused."""
+    name = canonical(name)
+    if name == AUTO:
+        raise SolverError("'auto' is no backend of its own: it picks one per problem (select)")
     if name not in _INSTANCES:
         try:
             _INSTANCES[name] = _FACTORIES[name]()
@@ -69,10 +100,11 @@ class BrokenBackend(Backend):
 
 
 def requested_name(backend: str | None) -> str:
-    """The backend name in force: the argument, else $PMSOLVE_BACKEND, else 'auto'."""
+    """The backend name in force, as registered: the argument, else $PMSOLVE_BACKEND, else 'auto'."""
     if backend:
-        return backend
-    return os.environ.get(ENV_VAR, "").strip() or AUTO
+        return canonical(backend)
+    env = os.environ.get(ENV_VAR, "").strip()
+    return canonical(env, f" (from ${ENV_VAR})") if env else AUTO
 
 
 def _fits(b: Backend, kind: str | None, needs: set[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pmsolve.backends import result as R
@@ -60,6 +61,4 @@ class ScipyBackend(MilpBackend):
 
 
 def _none(arr: Any) -> list[float | None]:
-    import math
-
     return [None if math.isinf(v) else float(v) for v in arr]

@@ -28,6 +28,16 @@ __all__ = ["build_parser", "run"]
 #: the command groups in the order ``pmsolve --help`` lists them
 GROUPS = (throughput, infer, explain, export, llvm, strategy, isa, predict, anica, demo)
 
+#: the page of the source tree's docs/ that explains each command (a sub-command without an
+#: entry of its own shares its command's page)
+DOCS = {"throughput": "algorithms.md", "evaluate": "predictors.md", "convert": "formats.md",
+        "encode": "solvers.md", "backends": "solvers.md", "infer": "main-job.md",
+        "infer pmevo": "algorithms.md", "infer cegis": "algorithms.md", "infer explain": "explain.md",
+        "explain": "explain.md", "export": "osaca-and-llvm.md", "llvm-report": "osaca-and-llvm.md",
+        "check-strategy": "algorithms.md", "prove": "algorithms.md",
+        "isa": "harness.md", "bridge": "predictors.md", "predict": "predictors.md",
+        "anica": "predictors.md", "demo": "main-job.md"}
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
@@ -38,12 +48,36 @@ def build_parser() -> argparse.ArgumentParser:
                     "the solver backend of your choice. `pmsolve infer` alone runs the main job.",
         epilog="Mappings are read in any of: " + ", ".join(MAPPING_FORMATS) + " (detected automatically). "
                "Every output path is checked before any work starts; missing parent directories of an "
-               "output are created.")
+               "output are created. Documentation: README.md and docs/ in pmsolve's source tree; "
+               "`pmsolve COMMAND --help` names the page of each command.")
     parser.add_argument("--version", action="version", version=f"pmsolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.add_parsers(sub)
+    _point_to_docs(parser)
     return parser
+
+
+def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, tuple[str, argparse.ArgumentParser]]:
+    """Every command and sub-command (``"infer cegis"``) with its one-line help and its parser."""
+    out = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                out[prefix + name] = (helps.get(name, ""), sub)
+                out.update(commands(sub, f"{prefix}{name} "))
+    return out
+
+
+def _point_to_docs(parser: argparse.ArgumentParser) -> None:
+    """Each command's --help opens with what it is for (its one-line help, where it has no
+    description) and ends with the page that explains it."""
+    for name, (line, sub) in commands(parser).items():
+        page = DOCS.get(name) or DOCS[name.split()[0]]
+        sub.description = sub.description or (line[:1].upper() + line[1:] + ".")
+        pointer = f"Documentation: docs/{page} in pmsolve's source tree."
+        sub.epilog = f"{sub.epilog}\n\n{pointer}" if sub.epilog else pointer
 
 
 def _note(message, category, filename, lineno, file=None, line=None) -> None:

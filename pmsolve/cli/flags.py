@@ -21,10 +21,9 @@ from typing import Callable
 from urllib.parse import parse_qsl
 
 from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
-from pmsolve.backends import names as backend_names
-from pmsolve.backends import requested_name
+from pmsolve.backends import canonical, known_names
 from pmsolve.cli.output import one_line
-from pmsolve.errors import OutputError, ValidationError
+from pmsolve.errors import OutputError, SolverError, ValidationError
 from pmsolve.executor import ENV_VAR as EXECUTOR_ENV_VAR
 from pmsolve.executor import KINDS, Executor, open_executor, use_executor
 from pmsolve.fileio import check_output_path
@@ -162,10 +161,19 @@ def refuse_together(args: argparse.Namespace, first: str, second: str, why: str)
         raise ValidationError(f"{first} and {second} cannot be combined: {why}")
 
 
+def backend_name(text: str) -> str:
+    """A --backend value as registered (any case; 'pysmt', 'smtlib'/'SMT-LIB2' mean their default
+    solver); an unknown name is refused by argparse's one line, naming the ones that exist."""
+    try:
+        return canonical(text)
+    except SolverError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:
-    """``--backend NAME`` (default: ``$PMSOLVE_BACKEND`` or auto)."""
-    parser.add_argument("--backend", metavar="NAME", default=requested_name(None),
-                        help=f"solver backend: auto or one of {', '.join(backend_names())} "
+    """``--backend NAME`` (default None: the library reads ``$PMSOLVE_BACKEND``, else auto)."""
+    parser.add_argument("--backend", metavar="NAME", type=backend_name, default=None,
+                        help=f"solver backend: {known_names()} "
                              f"(default: ${BACKEND_ENV_VAR} or auto; see `pmsolve backends`)")
 
 

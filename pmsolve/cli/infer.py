@@ -18,6 +18,7 @@ from pmsolve.cli.flags import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIV
                                refuse_together)
 from pmsolve.cli.output import EXIT_NO, emit_json, fraction_text, say
 from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import load_mapping, mapping_to_json, read_text_file, save_mapping
 from pmsolve.harness.cpu import announce_measuring
 from pmsolve.harness.hardware import available as hardware_available
@@ -31,6 +32,7 @@ from pmsolve.infer.pmevo import PmevoOptions
 from pmsolve.infer.pmevo.checkpoint import EVOLUTION_FILE, MEASUREMENTS_FILE
 from pmsolve.infer.pmevo import infer as pmevo_infer
 from pmsolve.jobs.host import JobConfig, render, run
+from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, sort_ports
 from pmsolve.strategy import k_rule
 
@@ -105,9 +107,6 @@ def _profile(args: argparse.Namespace) -> tuple[str, tuple[str, ...] | None]:
 
 
 def cmd_infer_main(args: argparse.Namespace) -> int:
-    from pmsolve.fileio import atomic_write_text
-    from pmsolve.jobs.report import render_html
-
     profile, schemes = _profile(args)
     output_file(args.out)
     output_file(args.report, "HTML report")

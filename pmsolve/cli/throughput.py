@@ -11,7 +11,8 @@ from pmsolve.backends import ENV_VAR as BACKEND_ENV_VAR
 from pmsolve.backends import choose, describe, format_table, requested_name
 from pmsolve.backends.lpfile import to_lp_format
 from pmsolve.backends.smtlib import to_smtlib2
-from pmsolve.cli.flags import POSITIVE, POSITIVE_INT, add_json_argument, output_dir, output_file, refuse_together
+from pmsolve.cli.flags import (POSITIVE, POSITIVE_INT, add_json_argument, backend_name, output_dir, output_file,
+                               refuse_together)
 from pmsolve.cli.output import emit_json, fraction_text, table
 from pmsolve.encodings.examples import export_examples
 from pmsolve.encodings.lp import throughput_lp
@@ -44,9 +45,9 @@ def _add_throughput(sub: argparse._SubParsersAction) -> None:
                    help="experiment as 'insn:count,insn:count' (';' separates when names contain commas); repeatable")
     p.add_argument("--experiments", help="file of experiments (pmsolve or PMEvo format)")
     p.add_argument("--r-max", type=POSITIVE, help="front-end cap: at most R_MAX instructions per cycle")
-    p.add_argument("--backend", metavar="NAME",
+    p.add_argument("--backend", metavar="NAME", type=backend_name,
                    help="also solve each experiment with this solver backend (LP, or relateThroughput on "
-                        "SMT solvers; see `pmsolve backends`) and check it agrees")
+                        "SMT solvers; any case; see `pmsolve backends`) and check it agrees")
     add_json_argument(p)
     p.set_defaults(func=cmd_throughput)
 
@@ -62,8 +63,9 @@ def _experiments_from_args(args: argparse.Namespace, mapping: PortMapping | Mode
 
 def _backend_used(requested: str, mapping: PortMapping, exp: Experiment, r_max: float | None) -> str:
     """The backend a --backend request (auto included) runs the throughput LP on, by name."""
-    if requested_name(requested) != "auto":
-        return requested
+    name = requested_name(requested)
+    if name != "auto":
+        return name
     return choose(throughput_lp(mapping.restrict(exp), exp, r_max).problem, "auto").name
 
 

@@ -26,7 +26,7 @@ from pmsolve.encodings.relate import relate_throughput
 from pmsolve.errors import ValidationError
 from pmsolve.model import Experiment, PortSet
 from pmsolve.symbolic import (
-    FALSE, TRUE, And, Bool, Formula, Iff, Lin, Not, Or, Real, Sum, as_term, ite, same,
+    FALSE, TRUE, And, Bool, Formula, Iff, Lin, Not, Or, Real, Sum, as_term, distinct, ite, same,
 )
 
 ENCODINGS = ("threshold", "max", "relate")
@@ -64,7 +64,7 @@ def max_term(values: Sequence[Lin], name: str, hi: Fraction | int) -> tuple[Lin,
     if not symbolic:
         return as_term(max(consts)), []
     floor = max(consts) if consts else None
-    symbolic = list(dict.fromkeys(symbolic))
+    symbolic = distinct(symbolic)
     if floor is None and len(symbolic) == 1:
         return symbolic[0], []
     t = Real(name, 0, hi)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pmsolve.errors import PmsolveError, ValidationError
+from pmsolve.errors import MeasurementError, PmsolveError, ValidationError
 from pmsolve.fileio import StateFile, canonical, digest
 from pmsolve.harness.protocol import OracleWrapper, oracle_fingerprint
 from pmsolve.harness.store import MeasurementStore, StoredRow, canonical_settings, machine_description
@@ -219,7 +219,6 @@ class CachingOracle(OracleWrapper):
         rows = self.rows(experiments)
         bad = [r for r in rows.values() if not r.ok]
         if bad and self.on_error == "raise":
-            from pmsolve.harness.hardware import MeasurementError
 
             kept = f" (kept in {self.store.where()}; retry_errors measures them again)" if self.store else ""
             shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])

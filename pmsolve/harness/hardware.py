@@ -33,6 +33,7 @@ from pmsolve.errors import MeasurementError, PmsolveError, ValidationError
 from pmsolve.harness.allocation import allocate, body, unroll_factors
 from pmsolve.harness.assemble import TOOLS, assemble, check_block
 from pmsolve.harness.cpu import host_cpu
+from pmsolve.harness.store import machine_fingerprint
 from pmsolve.harness.worker_client import WorkerDied, WorkerProcess
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
@@ -162,8 +163,6 @@ class HardwareOracle:
 
     def fingerprint(self) -> dict:
         """This machine's fingerprint and the harness settings (the measurement store's key)."""
-        from pmsolve.harness.store import machine_fingerprint
-
         return {"kind": "hardware", "machine": machine_fingerprint(), "settings": self.fingerprint_settings()}
 
     def measure(self, experiments: Sequence[Experiment]) -> list[float]:

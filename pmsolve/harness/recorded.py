@@ -9,6 +9,7 @@ import warnings
 from typing import Iterable, Sequence
 
 from pmsolve.errors import UnknownNameError, ValidationError
+from pmsolve.fileio import digest
 from pmsolve.formats import load_measurements
 from pmsolve.model import Experiment, Measurement
 
@@ -72,8 +73,6 @@ class RecordedOracle:
 
     def fingerprint(self) -> dict:
         """A digest of the recorded values (and µop counts): the same data gives the same fingerprint."""
-        from pmsolve.fileio import digest
-
         rows = sorted((";".join(f"{n}:{c}" for n, c in e.items()), v, self._uops.get(e)) for e, v in self._values.items())
         return {"kind": "recorded", "data": digest(json.dumps(rows))}
 

@@ -12,7 +12,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pmsolve.errors import ValidationError
-from pmsolve.formats import load_mapping
+from pmsolve.fileio import canonical, digest
+from pmsolve.formats import load_mapping, mapping_to_json
 from pmsolve.formula import batch_inverse_throughput
 from pmsolve.model import Experiment, PortMapping
 
@@ -81,9 +82,6 @@ class SimulatedOracle:
 
     def fingerprint(self) -> dict:
         """The mapping's digest, noise, seed, R_max and µop counter: everything the answers depend on."""
-        from pmsolve.fileio import canonical, digest
-        from pmsolve.formats import mapping_to_json
-
         return {"kind": "simulated", "mapping": digest(json.dumps(canonical(mapping_to_json(self.mapping)))),
                 "noise": self.noise, "seed": self.seed, "r_max": self.r_max, "uop_counter": self._uop_counter}
 

@@ -12,6 +12,7 @@ import fnmatch
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -42,8 +43,6 @@ def default_dir() -> Path:
 def data_dir(name: str) -> Path:
     """A top-level data folder (``isa``, ``harness``): next to the package in a checkout or an
     editable install, else where a wheel installs it (``<prefix>/share/pmsolve/NAME``)."""
-    import sys
-
     here = Path(__file__).resolve().parents[2] / name
     if here.is_dir():
         return here

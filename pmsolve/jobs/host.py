@@ -42,8 +42,11 @@ from pmsolve.harness.cpu import CpuIdentity, host_cpu, reference_singles
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.cache import CachingOracle
+from pmsolve.harness.peak import detect_peak_ipc
+from pmsolve.harness.store import machine_fingerprint
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
 from pmsolve.infer.explain.structure import slow_summary
+from pmsolve.infer.pmevo import PmevoOptions, infer as pmevo_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
 from pmsolve.jobs.report import certified_text, units_text
@@ -222,8 +225,6 @@ class HostReport:
 
 def default_workdir(cpu: CpuIdentity, profile: str) -> Path:
     """``$XDG_CACHE_HOME/pmsolve/host/<microarchitecture>-<fingerprint>/<profile>`` (~/.cache by default)."""
-    from pmsolve.harness.store import machine_fingerprint
-
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "pmsolve" / "host" / f"{cpu.uarch}-{machine_fingerprint()}" / profile
 
@@ -423,8 +424,6 @@ def _covered(mapping: PortMapping | ModelledMapping, held: list[Experiment], r_m
 def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, say: Say):
     """(explain result or None, mapping, R_max) by the configured method."""
     if config.method == "pmevo":
-        from pmsolve.harness.peak import detect_peak_ipc
-
         singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
         r_max = detect_peak_ipc(oracle, singles).ipc
         return None, _pmevo(oracle, names, r_max, config, state.parent, say), r_max
@@ -448,14 +447,12 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
 
 def _pmevo(oracle, names: list[str], r_max: float | None, config: JobConfig, work: Path, say: Say) -> PortMapping:
     """PMEvo (ch. 5, its best preset) on the same schemes, for comparison, within the budget."""
-    from pmsolve.infer.pmevo import PmevoOptions, infer
-
     options = PmevoOptions(ports=10, instructions=tuple(names), r_max=r_max, seed=config.seed,
                            budget_seconds=60 * config.pmevo_minutes, training=config.pmevo_training,
                            check_experiments=0)
     say(f"  PMEvo on {len(names)} mapped schemes: their singletons, pairs, ratio pairs and "
         f"{options.value('training')} random experiments measured, then {config.pmevo_minutes:g} min of search")
-    return infer(oracle, options, state=str(work / "pmevo-checkpoint")).mapping
+    return pmevo_infer(oracle, options, state=str(work / "pmevo-checkpoint")).mapping
 
 
 def _simulated(config: JobConfig, say: Say, reason: str) -> HostReport:

@@ -31,6 +31,7 @@ raise for a bad block. Open one from a spec string:
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -144,8 +145,6 @@ def open_predictor(spec: str, *, cache: str | Path | PredictionCache | None = No
 
 def _load(spec: str, arg: str, form: str) -> Any:
     """The Python object ``MODULE:ATTR`` names, or one clear error."""
-    import importlib
-
     module, _, attr = arg.partition(":")
     if not module or not attr:
         raise ValidationError(f"predictor {spec!r}: expected {form}")

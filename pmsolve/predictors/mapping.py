@@ -14,6 +14,7 @@ job's and ``pmsolve infer explain``'s output) predicts its modelled schemes too
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -45,8 +46,6 @@ class MappingPredictor:
 
     @classmethod
     def from_file(cls, path: str | Path, *, r_max: float | None = None, naming: str | None = None) -> "MappingPredictor":
-        import warnings
-
         path = Path(path)
         with warnings.catch_warnings():   # schemes without port usage are simply unsupported here
             warnings.simplefilter("ignore")

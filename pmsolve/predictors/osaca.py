@@ -24,14 +24,18 @@ replaced (``crash``); either way the next block gets a fresh worker.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import os
+import pickle
 import re
 import select
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -89,8 +93,6 @@ class _Worker:
 
 def available_models() -> frozenset[str]:
     """OSACA's machine models (``ZEN4``, ``SKX``, ...): its data files, without importing it."""
-    import importlib.util
-
     spec = importlib.util.find_spec("osaca")
     if spec is None or not spec.submodule_search_locations:
         return frozenset()
@@ -100,8 +102,6 @@ def available_models() -> frozenset[str]:
 
 def model_for(uarch: Microarchitecture | None) -> ModelChoice:
     """OSACA's model for a microarchitecture: its own, else the nearest one (said as such)."""
-    import importlib.metadata
-
     models = available_models()
     if not models:
         return ModelChoice("OSACA", None, None, False, "OSACA is not installed (pip install 'pmsolve[predictors]')")
@@ -227,8 +227,6 @@ _PARSED_MAX = 100_000
 def _parse(parser, asm: str) -> list:
     """``parser.parse_file`` with every line's parse memoised (pickled): pyparsing takes ~4 ms
     per line, unpickling a copy ~20 µs, and sampled blocks repeat their lines a lot."""
-    import pickle
-
     out = []
     for i, line in enumerate(asm.split("\n")):
         if not line.strip():
@@ -326,8 +324,6 @@ def serve(arch: str, lcd: bool) -> None:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)   # OSACA's prints must not corrupt the channel
     try:
-        import warnings
-
         warnings.simplefilter("ignore")
         from osaca.parser import ParserX86ATT
         from osaca.semantics import ArchSemantics, MachineModel

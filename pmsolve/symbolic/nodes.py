@@ -8,11 +8,13 @@ Every node class declares its ``kind`` (what visitors dispatch on, :mod:`.visit`
 ``children()``, a structural ``key`` (equal keys = the same node; hashing uses it) and, for
 sugar, ``desugar()``: that is all a new node type needs to be walked by every visitor.
 
-No silent traps (as in z3): ``x == 3`` and ``x != y`` build equations, and ``a == b`` on
-formulas builds ``a ↔ b``. The truth value of such an equation is structural identity of its
-two sides, so nodes work as dict keys and in ``in`` tests. Every other formula, and every
-term, has no truth value: ``if x <= 3:`` and the chained ``2 <= x <= 4`` (which Python
-evaluates as ``(2 <= x) and (x <= 4)``) raise instead of silently keeping one half.
+No silent traps (as in CVXPY): ``x == 3`` and ``x != y`` build equations, and ``a == b`` on
+formulas builds ``a ↔ b``. No node has a Python truth value (only the constants TRUE and
+FALSE): ``if x == 3:``, ``if x <= 3:`` and the chained ``2 <= x <= 4`` (which Python evaluates
+as ``(2 <= x) and (x <= 4)``) raise instead of silently answering a question nobody asked.
+Since ``==`` is an equation, nodes are not hashable either (a dict would compare keys with
+``==``): ask whether two nodes are the same with :func:`same`, and key dicts and sets by
+``node.ident`` (structural identity, hashable).
 """
 
 from __future__ import annotations
@@ -71,16 +73,29 @@ class Node:
         """Structural identity (computed once; nodes are immutable)."""
         return _once(self, "_key", self._make_key)
 
+    @property
+    def ident(self) -> "Ident":
+        """The node's structural identity as a dict key or set member (see module doc)."""
+        return _once(self, "_ident", lambda: Ident(self))
+
     def __hash__(self) -> int:
-        return _once(self, "_hash", lambda: hash(self.key))
+        raise TypeError(f"IR nodes are not hashable (`==` builds an equation): key dicts and sets "
+                        f"by `node.ident`, compare nodes with `same(a, b)` ({brief(self)})")
 
     def __bool__(self) -> bool:
         raise ValidationError(
-            f"`{self}` has no Python truth value: add it to a Problem, or evaluate it; "
+            f"`{brief(self)}` has no Python truth value: add it to a Problem, or evaluate it; "
+            "to ask whether two nodes are the same use same(a, b); "
             "chained comparisons such as `2 <= x <= 4` must be written And(2 <= x, x <= 4)")
 
     def __str__(self) -> str:
         return show(self)
+
+
+def brief(node: Node, width: int = 80) -> str:
+    """The node's text, cut to `width` characters for error messages."""
+    text = str(node)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _once(node: Node, name: str, compute: Any) -> Any:
@@ -93,8 +108,36 @@ def _once(node: Node, name: str, compute: Any) -> Any:
 
 
 def same(a: Node, b: Node) -> bool:
-    """Structural identity of two nodes (what the truth value of ``a == b`` is)."""
+    """Structural identity of two nodes (``a == b`` builds an equation instead)."""
     return a is b or (a.kind == b.kind and a.key == b.key)
+
+
+def distinct(nodes: Iterable[Node]) -> list[Node]:
+    """The nodes without structural repeats, each at its first place."""
+    out: dict[Ident, Node] = {}
+    for node in nodes:
+        out.setdefault(node.ident, node)
+    return list(out.values())
+
+
+class Ident:
+    """A node's structural identity, hashable: two `Ident`s are equal when their nodes are the
+    same (:func:`same`). What dicts and sets of nodes are keyed by (`Node.ident`)."""
+
+    __slots__ = ("node", "_hash")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self._hash = hash((node.kind, node.key))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ident) and self._hash == other._hash and same(self.node, other.node)
+
+    def __repr__(self) -> str:
+        return f"Ident({self.node})"
 
 
 # --------------------------------------------------------------------------- terms
@@ -157,7 +200,7 @@ class _Arith(Node):
             return NotImplemented
         return compare("!=", self, other)
 
-    __hash__ = Node.__hash__
+    __hash__ = Node.__hash__  # defining __eq__ would otherwise drop it
 
     def eq(self, other: object) -> "Compare":
         """The equation `self = other`, the same as ``self == other``."""
@@ -257,12 +300,16 @@ class Lin(_Arith):
     @staticmethod
     def build(pairs: Iterable[tuple[Atom, Fraction]], const: Fraction) -> "Lin":
         """The canonical term Σ c·atom + const; one pass and one sort, so sums are O(n log n)."""
-        acc: dict[Atom, Any] = {}  # keyed by the atoms (hash cached, equality structural)
+        acc: dict[Ident, list[Any]] = {}  # atom -> [atom, coefficient], by structural identity
         for atom, c in pairs:
-            acc[atom] = acc[atom] + c if atom in acc else c
+            hit = acc.get(atom.ident)
+            if hit is None:
+                acc[atom.ident] = [atom, c]
+            else:
+                hit[1] += c
         if len(acc) > 1:
-            _refuse_name_clashes(acc)
-        items = sorted(((a, c if type(c) is Fraction else Fraction(c)) for a, c in acc.items() if c != 0),
+            _refuse_name_clashes(a for a, _ in acc.values())
+        items = sorted(((a, c if type(c) is Fraction else Fraction(c)) for a, c in acc.values() if c != 0),
                        key=lambda p: _order(p[0]))
         return Lin(tuple(items), const if type(const) is Fraction else Fraction(const))
 
@@ -402,7 +449,7 @@ class Formula(Node):
             return NotImplemented
         return NotF(IffF(self, as_formula(other)))
 
-    __hash__ = Node.__hash__
+    __hash__ = Node.__hash__  # defining __eq__ would otherwise drop it
 
 
 @dataclass(frozen=True, eq=False)
@@ -458,11 +505,6 @@ class NotF(Formula):
     def _make_key(self) -> tuple[Any, ...]:
         return ("not", self.arg.key)
 
-    def __bool__(self) -> bool:
-        if isinstance(self.arg, IffF):  # `a != b` on formulas
-            return not bool(self.arg)
-        return Node.__bool__(self)
-
 
 @dataclass(frozen=True, eq=False)
 class _Junction(Formula):
@@ -510,9 +552,6 @@ class IffF(_Binary):
     def desugar(self) -> Formula:
         return AndF((ImpliesF(self.lhs, self.rhs), ImpliesF(self.rhs, self.lhs)))
 
-    def __bool__(self) -> bool:
-        return same(self.lhs, self.rhs)
-
 
 COMPARE_OPS = ("=", "!=", "<=", "<", ">=", ">")
 
@@ -540,13 +579,6 @@ class Compare(Formula):
     def difference(self) -> Lin:
         """lhs - rhs: the comparison is `difference op 0`."""
         return self.lhs.plus(self.rhs.scaled(-1))
-
-    def __bool__(self) -> bool:
-        if self.op == "=":
-            return same(self.lhs, self.rhs)
-        if self.op == "!=":
-            return not same(self.lhs, self.rhs)
-        return Node.__bool__(self)
 
 
 #: every node kind and its class (what the visitor-coverage test walks)

@@ -45,8 +45,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.backends import capabilities as C
+from pmsolve.backends import open_session, solve
+from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.encodings.cardinality import between
 from pmsolve.encodings.experiments import free_experiment
 from pmsolve.encodings.mappings import fixed_mapping
@@ -54,6 +55,7 @@ from pmsolve.encodings.relate import differ, relate_throughput, separation
 from pmsolve.encodings.symmetry import lex_geq
 from pmsolve.errors import SolverError, ValidationError
 from pmsolve.fileio import StateFile
+from pmsolve.formats import mapping_from_json, mapping_to_json
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.cegis.encode import hall_cut, observation_bounds, observation_clauses, singleton_width
@@ -108,8 +110,6 @@ class Cegis:
 
     def __init__(self, oracle: Any, options: CegisOptions, *, state: str | Path | None = None,
                  progress: Progress | None = None):
-        from pmsolve.backends import open_session
-
         self.options = o = options
         names = port_names(o.ports, "CEGIS")
         insns = tuple(o.instructions if o.instructions is not None else oracle.instructions)
@@ -490,8 +490,6 @@ class Cegis:
 
     def _distinguish_fixed(self, m1: PortMapping, m2: PortMapping, bound: int) -> Experiment | None:
         """A solver search for an experiment of ≤ bound instructions separating two fixed mappings."""
-        from pmsolve.backends import solve
-
         insns = self.space.instructions
         e_free = free_experiment(insns, bound, "E.")
         p = Problem(name="distinguish")
@@ -675,8 +673,6 @@ class Cegis:
 
     def conflict(self) -> Conflict:
         """The measurements (and option constraints) that together admit no mapping, minimised."""
-        from pmsolve.backends import solve
-
         if self.options.core == "none":
             insns = tuple(sorted({i for e, _ in self.obs for i in e}))
             return Conflict(tuple(self.obs), insns, (), conflict_hint(self.obs, self.eps, len(self.space.ports)))
@@ -721,7 +717,6 @@ class Cegis:
 
 
 def _mapping_json(m: PortMapping) -> Any:
-    from pmsolve.formats import mapping_to_json
     return mapping_to_json(m)
 
 

@@ -72,10 +72,10 @@ def observation_bounds(m_free: MappingEnc, e: Experiment, measured: Fraction, ta
         xs = []
         for k in m_free.ports:
             can = u.on_port[k]
-            if can == FALSE:
+            if same(can, FALSE):
                 continue
             x = Real(f"{tag}x[{u.name},{k}]", 0, u.mass_hi)
-            if can != TRUE:
+            if not same(can, TRUE):
                 parts.append(Implies(Not(can), x.eq(0)))
             xs.append(x)
             loads[k].append(x.lin())
@@ -95,9 +95,9 @@ def observation_bounds(m_free: MappingEnc, e: Experiment, measured: Fraction, ta
             j = Bool(f"{tag}j[{u.name}]")
             for k in m_free.ports:
                 can = u.on_port[k]
-                if can == FALSE:
+                if same(can, FALSE):
                     continue
-                parts.append(Implies(j, q[k]) if can == TRUE else Implies(And(j, can), q[k]))
+                parts.append(Implies(j, q[k]) if same(can, TRUE) else Implies(And(j, can), q[k]))
             held.append(ite(j, u.mass, 0))
         width = Sum(ite(qk, 1, 0) for qk in q.values())
         parts.append(Sum(held) > width * lo if strict else Sum(held) >= width * lo)

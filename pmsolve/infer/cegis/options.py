@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from pmsolve.encodings.cegis import Space
+from pmsolve.encodings.mappings import uop_name
 from pmsolve.errors import ValidationError
 from pmsolve.model import Experiment
 from pmsolve.symbolic import Bool, BoolVar, Formula, Int
@@ -44,7 +45,6 @@ class MappingVars:
     def count(self, insn: str, ports: Iterable[str]) -> Any:
         if self.space.kind != "power-set":
             raise ValidationError("count(...) variables exist only in the power-set space")
-        from pmsolve.encodings.mappings import uop_name
         ps = frozenset(ports)
         self._check(insn, *ps)
         return Int(f"M.insn2uop[{insn},{uop_name(ps)}]", 0, self.space.max_count)

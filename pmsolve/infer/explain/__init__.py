@@ -1,4 +1,5 @@
-"""Explainable port-mapping inference with a µop counter (dissertation ch. 6, ASPLOS'24).
+"""Explainable port-mapping inference (dissertation ch. 6, ASPLOS'24), with a µop counter as
+in the paper or by throughput alone (the counter-free stages; docs/algorithms.md).
 
     from pmsolve.harness.oracle import open_oracle
     from pmsolve.infer.explain import ExplainOptions, infer
@@ -8,11 +9,14 @@
     result.mapping, result.explanations["add RW:GPR:32, R:GPR:32"], result.category_counts()
     result.save("zen.explained.json")   # a pmsolve mapping file with witnesses and misfits
 
-Modules: :mod:`.stages` (singletons, candidates, equivalence, peak IPC), :mod:`.blocking`
-(CEGIS on the blocking instructions, the blocking suite), :mod:`.characterise` (the
-non-evading-µop formula), :mod:`.vote`, :mod:`.witnesses`, :mod:`.hooks` (µop-count
-adjustments such as Postulate 6.5), :mod:`.checkpoint`, :mod:`.compare` (agreement with a
-ground truth up to port renaming), :mod:`.cli`.
+Modules: :mod:`.pipeline` (the stages in order, :func:`infer`), :mod:`.options`,
+:mod:`.stages` (singletons, candidates, equivalence, peak IPC), :mod:`.structure` (the port
+structure of the blocking instructions without a counter), :mod:`.blocking` (CEGIS on the
+blocking instructions, the blocking suite), :mod:`.characterise` (the non-evading-µop formula),
+:mod:`.units` (extra one-port resources), :mod:`.certify` (misfits no port mapping fits),
+:mod:`.vote`, :mod:`.witnesses`, :mod:`.hooks` (µop-count adjustments such as Postulate 6.5),
+:mod:`.checkpoint`, :mod:`.compare` (agreement with a ground truth up to port renaming). The
+command is `pmsolve infer explain` (:mod:`pmsolve.cli.infer`).
 """
 
 from pmsolve.infer.explain.hooks import HOOKS, get_hook, no_adjustment, zenplus_postulate_6_5

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsolve.errors import ValidationError
@@ -11,7 +11,7 @@ from pmsolve.infer.explain.hooks import UopHook
 
 @dataclass(frozen=True)
 class ExplainOptions:
-    """Options of :func:`pmsolve.infer.explain.explain`.
+    """Options of :func:`pmsolve.infer.explain.infer`.
 
     * ``ports``: number of execution ports K (named "0" … "K-1" in the result); without a µop
       counter None (the default there): the number is inferred, per component of blocking
@@ -137,8 +137,6 @@ class ExplainOptions:
 
     def resolved(self, counter: bool) -> "ExplainOptions":
         """These options with the defaults that depend on the µop counter filled in."""
-        from dataclasses import replace
-
         return self if self.tolerance is not None else replace(self, tolerance=0.0 if counter else 0.03)
 
     def characterisation_key(self) -> str:

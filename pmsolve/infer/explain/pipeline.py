@@ -19,6 +19,7 @@ rerunning the same call continues where an interrupted one stopped.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -79,7 +80,6 @@ class ExplainResult:
         return data
 
     def save(self, path: str | Path) -> None:
-        import json
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -5,10 +5,11 @@ population with mutation, a memetic port-set search with compound moves every tw
 5,000 random 3–5-scheme training experiments beside the paper's singletons and pairs, initial
 mappings with at most two µop kinds per scheme, and six final port-set sweeps — run for a
 **time budget** (``budget_seconds``) rather than a number of generations (``generations`` stays
-an optional cap). The README's PMEvo section gives the figures. ``preset="paper"`` is the
-algorithm of PLDI'20 (sec. 5.1): no mutation, equal weights of error and volume, local search
-from every distinct final individual, only singletons, pairs and ratio pairs — with population
-1,000 instead of the paper's 100,000, which the paper treats as the user's trade-off.
+an optional cap). docs/algorithms.md and benchmarks/RESULTS.md (§5) give the figures.
+``preset="paper"`` is the algorithm of PLDI'20 (sec. 5.1): no mutation, equal weights of error
+and volume, local search from every distinct final individual, only singletons, pairs and ratio
+pairs — with population 1,000 instead of the paper's 100,000, which the paper treats as the
+user's trade-off.
 
 A field left at :data:`PRESET` takes the preset's value; any value given overrides it. With a
 budget the result depends on the machine's speed; for a reproducible run give ``generations``
