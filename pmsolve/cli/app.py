@@ -17,6 +17,7 @@ import warnings
 from typing import Sequence
 
 from pmsolve import __version__
+from pmsolve.backends.registry import requested_name
 from pmsolve.cli import anica, demo, explain, export, infer, isa, llvm, predict, strategy, throughput
 from pmsolve.cli.flags import OneLineParser
 from pmsolve.cli.output import EXIT_BAD_INPUT, EXIT_OK, interrupted, one_line
@@ -96,6 +97,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
+        if hasattr(args, "backend") and args.backend is None:
+            requested_name(None)    # a bad $PMSOLVE_BACKEND is refused before any work starts
         with warnings.catch_warnings():
             warnings.showwarning = _note
             return args.func(args)

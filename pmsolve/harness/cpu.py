@@ -208,6 +208,19 @@ class ReferenceSingles:
     published_as: dict[str, str]          # catalogue scheme -> the publication's own name
     sources: dict[str, str] = field(default_factory=dict)   # catalogue scheme -> full citation
     notes: dict[str, str] = field(default_factory=dict)     # catalogue scheme -> caveat, where one applies
+    #: catalogue scheme -> how a measurement compares with it, where not "within" (see COMPARE)
+    compare: dict[str, str] = field(default_factory=dict)
+
+    def comparison(self, scheme: str) -> str:
+        return self.compare.get(scheme, "within")
+
+
+#: how a measured single compares with a published one: "within" a tolerance; "at_most": the
+#: published figure is bound by its own benchmark (uops.info's 16 copies of a read-modify-write
+#: re-use their slots every iteration, so store-forwarding latency / 16 caps it), a port-bound
+#: measurement may be faster but not slower; "none": not a property of the ports at all
+#: (non-temporal stores run at the speed of the write-combining buffers and memory behind them)
+COMPARE = ("within", "at_most", "none")
 
 
 def parse_reference_singles(doc: Any, name: str) -> ReferenceSingles:
@@ -240,6 +253,11 @@ def parse_reference_singles(doc: Any, name: str) -> ReferenceSingles:
         out.sources[scheme] = cited[e["source"]]
         if e.get("note"):
             out.notes[scheme] = str(e["note"])
+        how = e.get("compare", "within")
+        if how not in COMPARE:
+            raise bad(f"{scheme}: compare must be one of {', '.join(COMPARE)}, not {how!r}")
+        if how != "within":
+            out.compare[scheme] = how
     if not out.values:
         raise bad("no entries")
     return out

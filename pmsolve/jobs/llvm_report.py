@@ -35,6 +35,7 @@ ports, and the witness experiments. :func:`remeasure` measures the witnesses aga
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -242,8 +243,6 @@ def _close(a: float | None, b: float | None, tol: float) -> bool:
 def read_explained_mapping(path: str | Path) -> tuple[PortMapping, dict[str, Explanation], dict[str, Any]]:
     """The mapping, its explanations per scheme and the rest of the explanation (``r_max``,
     ``oracle``, ...) from a file written by ``pmsolve infer -o``."""
-    import warnings
-
     data = parse_json_text(read_text_file(path, "mapping file"), str(path))
     ex = data.get("explanation") if isinstance(data, dict) else None
     if not isinstance(ex, dict) or not isinstance(ex.get("schemes"), dict):

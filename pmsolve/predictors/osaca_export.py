@@ -42,6 +42,7 @@ entry's representative instance gets exactly its port pressure.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import re
 import warnings
@@ -436,8 +437,6 @@ def _yaml(m: OsacaModel) -> str:
 
 
 def _osaca_version() -> str:
-    import importlib.metadata
-
     try:
         return importlib.metadata.version("osaca")
     except importlib.metadata.PackageNotFoundError:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from pmsolve.backends import capabilities as C
-from pmsolve.backends import open_session, solve
+from pmsolve.backends import AUTO, get, open_session, requested_name, solve
 from pmsolve.encodings.cegis import Space, build_find_other_mapping, observation
 from pmsolve.encodings.cardinality import between
 from pmsolve.encodings.experiments import free_experiment
@@ -598,17 +598,12 @@ class Cegis:
     def _arithmetic_backend(self) -> str:
         """The chosen backend for questions with arithmetic (a free experiment's throughput),
         unless it is a pure SAT solver: then the automatic choice."""
-        from pmsolve.backends import AUTO, get
-        from pmsolve.backends.registry import requested_name
-
         name = requested_name(self.options.backend)
         return name if name == AUTO or C.SMT in get(name).capabilities else AUTO
 
     def _solve_beside(self, extra: list[Formula]) -> Any:
         """The session's stack and `extra` solved once on an SMT backend (with the lazy Hall
         clauses its answers call for, which go to the session)."""
-        from pmsolve.backends import solve
-
         while True:
             p = self.session.problem().add(extra)
             p.strict_margin = self._margin()
@@ -629,8 +624,6 @@ class Cegis:
         found for it so far (named after it, for the core), more cuts while candidates call for
         them (:meth:`_add_cuts`), every candidate checked exactly. Returns (infeasible, the
         names in the core: "observed[e]" and option names)."""
-        from pmsolve.backends import open_session
-
         session = open_session(self.backend, timeout=self.options.timeout, options=dict(self.options.solver_options or {}))
         try:
             session.add(self.m_free.constraints)
