@@ -9,7 +9,8 @@ rounds spread over the run; the median per kernel is printed in cycles per instr
 for the mixed kernels). It shares no code with the harness: a second opinion on its layouts.
 
 The kernels put read-modify-write adds and plain stores at addresses 8, 16, 32 or 64 bytes apart,
-alternate between two lines, and mix read-modify-writes with stores to the same or another block.
+alternate between two lines, and mix read-modify-writes with stores to the same or another block;
+non-temporal 32-byte stores go over 1 to 32 cache lines (the write-combining buffers decide).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def kernels() -> dict[str, tuple[list[str], int]]:
         "mov [m64], r64, 64 bytes apart": (_seq([64 * i for i in range(32)], store), 1),
         "mov [m64], r64, two lines in turn": (_seq(two_lines, store), 1),
     }
+    nt, vst = "vmovntdq %ymm{r}, {d}(%r14)", "vmovdqa %ymm{r}, {d}(%r14)"
+    ymm = lambda addrs, op: [op.format(r=i % 8, d=addrs[i % len(addrs)]) for i in range(N)]   # noqa: E731
+    for span in (32, 256, 512, 2048):   # non-temporal stores over 1, 4, 8 and 32 lines (uops.info: ≤ 16 × 32 B)
+        out[f"vmovntdq [m256], ymm, 32 bytes apart over {span} B"] = (ymm([32 * i for i in range(span // 32)], nt), 1)
+    out["vmovdqa [m256], ymm, 32 bytes apart over 2048 B"] = (ymm([32 * i for i in range(64)], vst), 1)
     same, apart = [], []
     for i in range(N // 2):
         same += [f"addq %{REGS[i % 8]}, {16 * i}(%r14)", f"movq %{REGS[(i + 3) % 8]}, {16 * i + 8}(%r14)"]
