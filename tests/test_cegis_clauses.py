@@ -142,7 +142,8 @@ def test_hall_cut_on_fixed_counts():
     assert not holds(cut, *pin)
     truth_pin = [enc.port("a", "p0", 1), enc.port("a", "p1", 2), enc.port("a", "p2", 2), enc.port("b", "p1"),
                  enc.port("b", "p2"), enc.port("b", "p3")]
-    others = [Not(v) for (i, r, k), v in enc.port_vars.items() if v not in truth_pin]
+    pinned = {v.ident for v in truth_pin}     # nodes have no truth value: `in` would compare with ==
+    others = [Not(v) for (i, r, k), v in enc.port_vars.items() if v.ident not in pinned]
     assert holds(cut, *truth_pin, *others)
 
 
