@@ -143,6 +143,14 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
         ratio = v / ref.values[n]
         return ratio > 1.15 or (ref.comparison(n) == "within" and ratio < 1 / 1.15)
 
+    # The gate's reference kernels whose schemes the table has are yardsticks: a measurement taken
+    # while one ran slower than published was disturbed, flagged or not (a neighbour that slows
+    # the load pipes for hours also slows the gate's baseline, and GPR loads then read 0.38-0.40)
+    yard = {k: ref.values[s] for k, s in REFERENCES.items() if s in ref.values}
+
+    def undisturbed(r) -> bool:
+        return r.ok and not r.noisy and all(d[k] <= 1.1 * v for d in r.reference for k, v in yard.items())
+
     best: dict[str, float] = {}
     deadline = time.monotonic() + 300    # in a noisy hour each noisy single waits out its retries
     with HardwareOracle(names, FAST) as oracle:
@@ -151,7 +159,7 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
                 break
             todo = [n for n in names if n not in best or wrong(n, best[n])]
             for i, r in oracle.measure_iter([Experiment({n: 1}) for n in todo]):
-                if r.ok and not r.noisy:    # a disturbed calibration can make a kernel look faster too
+                if undisturbed(r):    # a disturbed calibration can make a kernel look faster too
                     best[todo[i]] = min(r.cycles, best.get(todo[i], r.cycles))
                 if time.monotonic() > deadline:
                     break
@@ -159,7 +167,8 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
             if not off and len(best) == len(names):
                 return
     if not off and len(best) < len(names) / 2:
-        pytest.skip(f"too noisy to judge: {len(names) - len(best)} of {len(names)} singles never measured quietly")
+        pytest.skip(f"too disturbed to judge: {len(names) - len(best)} of {len(names)} singles never measured "
+                    f"with the reference kernels at their published speeds")
     assert not off, f"measured vs published ({ref.source.split(',')[0]}): {off}"
 
 
