@@ -137,6 +137,18 @@ sys.exit(main(sys.argv[5:]))
 """
 
 
+def _run_for(pid: int, seconds: float) -> None:
+    """Wait until process ``pid`` has run ``seconds`` of CPU time more: on a busy machine (CI's
+    hardware tests leave a loaded VM) a wall-clock pause ended before the child was inside its
+    native call, SIGINT came while Python could still see it, and the run took another path."""
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+    start, deadline = cpu(), time.monotonic() + 60
+    while cpu() - start < seconds and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def run_interrupted(mode: str, spec: str, k: int, argv: list[str], tmp: Path, *,
                     group: bool = False) -> subprocess.CompletedProcess:
     """``pmsolve argv`` in a child, interrupted as ``mode`` says (see the module doc). ``group``:
@@ -151,7 +163,10 @@ def run_interrupted(mode: str, spec: str, k: int, argv: list[str], tmp: Path, *,
             while not ready.exists():
                 assert proc.poll() is None, proc.communicate()
                 time.sleep(0.05)
-            time.sleep(0.3)   # into the native call (it runs for minutes)
+            if mode in ("check", "solve"):
+                _run_for(proc.pid, 0.3)   # into the native call (it runs for minutes)
+            else:
+                time.sleep(0.3)
             (os.killpg if group else os.kill)(proc.pid, signal.SIGINT)
         elif group:
             raise ValueError("group applies to the modes that wait for `ready`")
