@@ -145,7 +145,7 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
 
     # The gate's reference kernels whose schemes the table has are yardsticks: a measurement taken
     # while one ran slower than published was disturbed, flagged or not (a neighbour that slows
-    # the load pipes for hours also slows the gate's baseline, and GPR loads then read 0.38-0.40)
+    # the load pipes for hours also slows the gate's baseline)
     yard = {k: ref.values[s] for k, s in REFERENCES.items() if s in ref.values}
 
     def undisturbed(r) -> bool:
