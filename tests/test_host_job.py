@@ -231,7 +231,7 @@ def test_main_job_simulated(capsys, tmp_path):
 
 
 @pytest.mark.skipif(available() is not None, reason=str(available()))
-def test_smoke_profile_on_this_cpu(capsys, tmp_path):
+def test_smoke_profile_on_this_cpu(tmp_path):
     """CI's run on hardware: a handful of schemes through every stage, under a minute or two.
     A burst outside the VM that lasts through the whole job leaves fewer schemes mapped (one
     run covered 9 held-out experiments): after a pause the job runs once more, from scratch."""
@@ -246,7 +246,11 @@ def test_smoke_profile_on_this_cpu(capsys, tmp_path):
         try:    # a child, so that a machine too disturbed to measure in 20 minutes can be told from a hang
             p = subprocess.run([sys.executable, "-m", "pmsolve.cli", *argv], capture_output=True, text=True, timeout=1200)
         except subprocess.TimeoutExpired:
-            rows = len(MeasurementStore(work / "measurements.sqlite").rows()) if (work / "measurements.sqlite").exists() else 0
+            rows = 0
+            if (work / "measurements.sqlite").exists():
+                store = MeasurementStore(work / "measurements.sqlite")
+                rows = len(store.rows())
+                store.close()
             if rows >= 50:     # it measured, ever more slowly: the neighbours, not pmsolve
                 pytest.skip(f"too disturbed to judge: {rows} measurements in 20 minutes")
             raise
