@@ -189,7 +189,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     if counter:
         blk = runnable("blocking", lambda: infer_blocking(orc, kept(classes), r_max, o, prefix, say))
     else:
-        blk = runnable("structure", lambda: infer_structure(paired, kept(classes), single, r_max, o, say))
+        in_peak = frozenset(peak.get("experiment") or ())
+        blk = runnable("structure", lambda: infer_structure(paired, kept(classes), single, r_max, o, say, in_peak))
     if left_out:
         warnings.append(f"{len(left_out)} blocking candidate(s) left out: the harness cannot run some experiment "
                         f"with them ({', '.join(sorted(left_out)[:5])}); they are characterised like other schemes")
