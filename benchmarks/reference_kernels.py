@@ -18,9 +18,7 @@ import argparse
 import os
 import sys
 
-from pmsolve.harness.assemble import assemble
-from pmsolve.harness.hardware import CALIBRATION, REFERENCE_COUNT, REFERENCES, HardwareOracle, HarnessSettings
-from pmsolve.harness.worker import Executor
+from pmsolve.harness.hardware import REFERENCES, HarnessSettings, reference_bursts, steadiness
 
 SETTINGS = HarnessSettings(rounds=3, target_ticks=20_000)
 
@@ -33,25 +31,14 @@ def main() -> int:
     args = ap.parse_args()
     if args.cpu in os.sched_getaffinity(0):
         os.sched_setaffinity(0, {args.cpu})
-    support = HardwareOracle(["add_r64_r64"], SETTINGS)._support
-    ex = Executor()
-    ex.load(*assemble(support))
-    n = {name: ex.iterations(name, SETTINGS.target_ticks) for name in support}
-    band = SETTINGS.noise_tolerance / 4
     print(f"{'burst':<6} {'reference kernel':<18} {'(scheme)':<22} {'5%':>7} {'25%':>7} {'50%':>7} {'75%':>7} "
           f"{'95%':>7}  steady")
-    for burst in range(args.bursts):
-        samples = {name: [] for name in REFERENCES}
-        for _ in range(args.samples):
-            ratio = ex.calibrate(CALIBRATION, n[CALIBRATION])
-            for name in REFERENCES:
-                samples[name].append(ex.diff(name, n[name]) / ratio / REFERENCE_COUNT)
+    for burst, samples in zip(range(args.bursts), reference_bursts(SETTINGS, args.samples)):
         for name, v in samples.items():
             v.sort()
             q = [v[min(len(v) - 1, int(len(v) * f))] for f in (0.05, 0.25, 0.5, 0.75, 0.95)]
-            steady = sum(abs(x - q[2]) <= band * q[2] for x in v) / len(v)
             print(f"{burst:<6} {name.removeprefix('pmsolve_ref_'):<18} {REFERENCES[name]:<22} "
-                  + " ".join(f"{x:7.3f}" for x in q) + f"  {steady:.2f}")
+                  + " ".join(f"{x:7.3f}" for x in q) + f"  {steadiness(v, SETTINGS.noise_tolerance):.2f}")
     return 0
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
-from pmsolve.harness.hardware import (BASELINE_SAMPLES, CALIBRATION, REFERENCE_COUNT, REFERENCES, STALE_AFTER, HardwareOracle,
-                                      HarnessSettings, available, densest, lower_baseline, relative_spread,
-                                      settled_baseline)
+from pmsolve.harness.hardware import (BASELINE_SAMPLES, REFERENCES, STALE_AFTER, HardwareOracle, HarnessSettings,
+                                      available, densest, lower_baseline, reference_bursts, relative_spread,
+                                      settled_baseline, steadiness)
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -194,21 +194,10 @@ def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     alone), so each gets its own quiet moment: a steady kernel reaches a high share in one, a
     kernel of several speeds in none (with mov r64, m64 as the load reference: at best 0.70 in
     eight bursts against 0.93 for the others)."""
-    support = HardwareOracle(NAMES, FAST)._support
-    ex = Executor()
-    ex.load(*assemble(support))
-    n = {name: ex.iterations(name, FAST.target_ticks) for name in support}
-    band = FAST.noise_tolerance / 4
     best = {name: 0.0 for name in REFERENCES}
-    for _ in attempts(8):   # bursts last seconds to minutes: wait up to two
-        samples = {name: [] for name in REFERENCES}
-        for _ in range(300):
-            ratio = ex.calibrate(CALIBRATION, n[CALIBRATION])
-            for name in REFERENCES:
-                samples[name].append(ex.diff(name, n[name]) / ratio / REFERENCE_COUNT)
+    for _, samples in zip(attempts(8), reference_bursts(FAST)):   # bursts last seconds to minutes: wait up to two
         for name, v in samples.items():
-            mid = sorted(v)[len(v) // 2]
-            best[name] = max(best[name], sum(abs(x - mid) <= band * mid for x in v) / len(v))
+            best[name] = max(best[name], steadiness(v, FAST.noise_tolerance))
         if max(best.values()) >= 0.7 and min(best.values()) >= max(best.values()) - 0.15:
             break
     # A kernel that never reached 0.7 in two minutes is either of several speeds or was disturbed

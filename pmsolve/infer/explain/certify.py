@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from pmsolve.harness.layouts import scaled
-from pmsolve.infer.explain.witnesses import Explanation, Misfit
+from pmsolve.infer.explain.witnesses import Explanation
 from pmsolve.model import Experiment
 
 #: how far (relative) a measurement must pass the bound: clear of the ±1 % noise and the few

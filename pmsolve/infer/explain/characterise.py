@@ -785,7 +785,6 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     if len(u) > max_ports:
         return [], []
     groups = twins(blocking.ports, sets)
-    singleton = Experiment({i: 1})
     ports = sort_ports(u)
     seen, cands = set(), []
     for size in range(2, len(ports) + 1):

@@ -325,4 +325,4 @@ def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation], unit
     return PortMapping(tuple(bmap.ports) + tuple(units), table) if table else None
 
 
-__all__ = ["ExplainOptions", "ExplainResult", "explain", "port_names"]
+__all__ = ["ExplainOptions", "ExplainResult", "infer", "port_names"]

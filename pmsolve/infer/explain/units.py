@@ -27,7 +27,7 @@ from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
-from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
+from pmsolve.infer.explain.witnesses import Explanation, Witness, uop_key
 from pmsolve.infer.progress import Progress
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.throughput import batch_inverse_throughput
