@@ -64,27 +64,52 @@ def test_small_truths_map_no_scheme_wrong_and_the_readme_machine_in_full(make, n
         assert any(w.kind == "check" and w.experiment == Experiment({"i00": 1, "b03": 4}) for w in x.others)
 
 
-@pytest.mark.parametrize("noise", [0.0, 0.01])
-def test_generated_small_truths_map_no_scheme_wrong(noise):
+@pytest.mark.parametrize("noise,extra", [(0.0, [80, 114]), (0.01, [25, 39, 42, 89])])
+def test_generated_small_truths_map_no_scheme_wrong(noise, extra):
     """Twenty generated 4-8 port truths (``small_hidden``: µops on unions of port groups that no
     blocking instruction isolates, R_max near the port count), exact and with ±1 % noise: the
-    port count is found and no mapped scheme differs from the truth unless its full check was
-    out of the front end's reach (marked unchecked). Seed 5 lost two ports when a 1-cycle scheme
+    port count is found and no mapped scheme differs from the truth unless it says so: its full
+    check was out of the front end's reach (``unchecked``), or other placements fit its
+    measurements as well (``alternatives``). Seed 5 lost two ports when a 1-cycle scheme
     posing as one port pushed out the true 2-port blocking instruction of the peak experiment;
     seed 15 (noisy) kept "2 µops on 4 ports" for a scheme with a µop confined to 3 of them, and
-    put a µop on [0,1,2] that runs on [0,1,2,4]."""
+    put a µop on [0,1,2] that runs on [0,1,2,4]. Of seeds 20-119 (``extra``): 80 and 114 lost
+    ports to impostors of larger classes or in an unsat core (the peak's members now go last
+    when the ports found are fewer than the peak IPC); with noise, 25 and 39 took the widest of
+    placements that fit equally (now listed as ``alternatives``), and 42 and 89 swapped a class
+    representative for a multi-µop member that ran 3 % faster alone by chance (now confirmed on
+    doubled samples)."""
     wrong = {}
-    for seed in range(20):
+    for seed in list(range(20)) + extra:
         truth, r_max = small_hidden(seed)
         res = infer(SimulatedOracle(truth, r_max=r_max, noise=noise, seed=seed),
                     ExplainOptions(epsilon=0.03 if noise else 0.02))
         if res.summary["ports"] != len(truth.ports):
             wrong[seed] = f"{res.summary['ports']} ports, not {len(truth.ports)}"
             continue
-        bad = [i for i in agreement(truth, res.mapping).different if not res.explanations[i].unchecked]
+        bad = [i for i in agreement(truth, res.mapping).different
+               if not res.explanations[i].unchecked and not res.explanations[i].alternatives]
         if bad:
             wrong[seed] = {i: (truth.uops[i], res.mapping.uops[i]) for i in bad}
     assert not wrong
+
+
+def test_placements_the_measurements_cannot_tell_apart_are_listed_and_shown(tmp_path, capsys):
+    """small_hidden(39) with 1 % noise: a µop on [0,1,2,3] of a scheme with three more on [4]
+    also fits on all five ports within the noise; the mapping takes the widest and says so, in
+    the saved file, the warnings and ``pmsolve explain``."""
+    truth, r_max = small_hidden(39)
+    res = infer(SimulatedOracle(truth, r_max=r_max, noise=0.01, seed=39), ExplainOptions(epsilon=0.03))
+    ambiguous = {i: x for i, x in res.explanations.items() if x.alternatives}
+    assert "x0" in ambiguous and any("alternatives" in w for w in res.warnings)
+    x = ambiguous["x0"]
+    assert all(len(alt) == len(x.uops) and alt != x.uops for alt in x.alternatives)
+    assert Explanation.from_json(x.to_json()).alternatives == x.alternatives
+    res.save(tmp_path / "m.json")
+    capsys.readouterr()
+    assert main(["explain", str(tmp_path / "m.json"), "x0"]) == 0
+    shown = capsys.readouterr().out
+    assert "fits the measurements as well" in shown and "×[" in shown.split("as well")[1]
 
 
 def test_exact_oracle_gives_full_confidence_and_checks_held_out_experiments():

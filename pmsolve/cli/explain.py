@@ -108,6 +108,9 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
             print(f"  {n}× [{key}]")
             for w in x.witnesses.get(key, ()):
                 print(f"    {w.kind}: {w.describe()}")
+        for alt in x.alternatives:
+            print("  fits the measurements as well (they cannot tell it apart): "
+                  + " + ".join(f"{n}×[{','.join(ps)}]" for ps, n in alt))
     if x.others:
         print("  no µops stay on the other blocked port sets:")
         for w in x.others:

@@ -729,6 +729,7 @@ def _missed_uops(oracle: Any, part: list[str], out: dict[str, Explanation], foun
     misfit its checks made it. Every placement kept must reproduce everything measured about the
     scheme, the experiments that chose it too."""
     tried: dict[str, tuple[dict[frozenset[str], int], list[Experiment]]] = {}
+    ambiguous: dict[str, list[dict[frozenset[str], int]]] = {}
     pools = {}
     for i in part:
         e, u, _ = full[i]
@@ -756,11 +757,17 @@ def _missed_uops(oracle: Any, part: list[str], out: dict[str, Explanation], foun
             extra = [q for q in widest if q not in found[i]]
             if extra and all(all(q <= extra[0] for q in f if q not in found[i]) for f in fits):
                 tried[i] = (widest, pool)
+                shapes = {canonical(widest, groups)}
+                for f in fits:   # one per shape, the mapped one's left out
+                    if canonical(f, groups) not in shapes:
+                        shapes.add(canonical(f, groups))
+                        ambiguous.setdefault(i, []).append(f)
     got = run_checks({i: _checking(i, f, state[i].ordered(sets), blocking, single[i], r_max, o,
                                    [(h, values[h]) for h in held[i] + es], None, stand,
                                    frozenset(es) | {full[i][0]})
                       for i, (f, es) in tried.items()}, oracle)
-    return {i: x for i, x in got.items() if x.misfit is None}
+    return {i: replace(x, alternatives=tuple(_canonical_uops(f) for f in ambiguous.get(i, ())))
+            for i, x in got.items() if x.misfit is None}
 
 
 def _times(blocking: PortMapping, suite: Suite, i: str, f: dict[frozenset[str], int], es: list[Experiment],

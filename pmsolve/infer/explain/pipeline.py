@@ -190,7 +190,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         blk = runnable("blocking", lambda: infer_blocking(orc, kept(classes), r_max, o, prefix, say))
     else:
         in_peak = frozenset(peak.get("experiment") or ())
-        blk = runnable("structure", lambda: infer_structure(paired, kept(classes), single, r_max, o, say, in_peak))
+        blk = runnable("structure", lambda: infer_structure(paired, kept(classes), single, r_max, o, say, in_peak,
+                                                            peak.get("ipc")))
     if left_out:
         warnings.append(f"{len(left_out)} blocking candidate(s) left out: the harness cannot run some experiment "
                         f"with them ({', '.join(sorted(left_out)[:5])}); they are characterised like other schemes")
@@ -255,6 +256,12 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
     mapping = _final_mapping(bmap, explanations, [u["port"] for u in units])
+    ambiguous = sorted(i for i, x in explanations.items() if x.misfit is None and x.alternatives)
+    if ambiguous:
+        warnings.append(f"{len(ambiguous)} mapped scheme(s) have other placements of their µops that fit every "
+                        f"measurement as well ({', '.join(ambiguous[:5])}{', …' if len(ambiguous) > 5 else ''}): "
+                        f"each is mapped to the widest, the others are listed with it (`alternatives`)")
+        say("warning: " + warnings[-1])
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
     model, unpredicted = complete(mapping, explanations, single, measured, r_max)
     summary["predictions"] = kind_summary(model, unpredicted)

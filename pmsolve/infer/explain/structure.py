@@ -44,6 +44,7 @@ The result has the shape of :func:`pmsolve.infer.explain.blocking.infer_blocking
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -162,8 +163,8 @@ def slow_schedules(i: str, j: str, exps: list[tuple[Experiment, float]], width: 
     return []
 
 
-def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], values: dict[Experiment, float],
-           r_max: float | None, o: ExplainOptions, progress: Progress, peak: frozenset[str] = frozenset()
+def screen(reps: list[str], size: dict[str, int], class_size: dict[str, float], values: dict[Experiment, float],
+           r_max: float | None, o: ExplainOptions, progress: Progress
            ) -> tuple[list[str], dict[str, int], list[dict], list[dict]]:
     """Pairwise screening before any solver runs: a pair no overlap of two µop port sets explains
     contradicts the single-µop hypothesis of one of the two. The representative in most such
@@ -173,13 +174,8 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
     blocking instructions. Repeat until every pair is consistent; then a dropped candidate that
     the ones left contradict only by slow schedules comes back (on a Zen 4 ``mov r64, m64`` went
     for its pairs with a zmm load that went after it). Returns the active candidates, their
-    multiplicities, the dropped ones and the set-aside experiments.
-
-    ``peak``: the members of the peak experiment (the front-end probe). They ran together at the
-    peak IPC, so between them they occupy that many ports; of two candidates that stand for
-    equally many schemes, the one outside the peak goes first (dropping a peak member loses
-    ports the measurements show: a 1-cycle scheme with µops on two sets posed as one port and
-    pushed out the true 2-port blocking instruction it clashed with)."""
+    multiplicities, the dropped ones and the set-aside experiments. ``class_size`` weighs the
+    candidates (:func:`weights`)."""
     by_pair: dict[frozenset[str], list[tuple[Experiment, float]]] = {}
     for e, t in values.items():
         by_pair.setdefault(frozenset(e), []).append((e, t))
@@ -284,12 +280,11 @@ def screen(reps: list[str], size: dict[str, int], class_size: dict[str, int], va
             # the greedy choice (most contradictions first) kept 512-bit candidates in one run and
             # lost every 128/256-bit vector class to them; the cover keeps the classes that stand
             # for the most schemes (and the same ones from run to run)
-            keep = 1 / (len(reps) + 1)      # a tie-break: the sum of the bonuses stays below one scheme
-            drop = lightest_cover(bad, {i: class_size.get(i, 1) + keep * (i in peak) for i in reps})
+            drop = lightest_cover(bad, class_size)
             tied = sorted((i for i in score if i in drop), key=lambda i: -score[i])
             top = score[tied[0]]
             worst = min((i for i in tied if score[i] == top),
-                        key=lambda i: (class_size.get(i, 1), i in peak, [-x for x in simplicity(i)[:2]], i))
+                        key=lambda i: (class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i))
             exps = [x for pair in bad if worst in pair for x in by_pair[pair]]
             reason = (f"one µop on {size[worst]} port(s) contradicts {score[worst]} pair(s) with other blocking "
                       f"candidates, and so do 2–{o.max_multiplicity} µops on one set")
@@ -339,7 +334,7 @@ def components(reps: list[str], interacting: set[frozenset[str]]) -> list[list[s
     return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g))
 
 
-def split_large(comp: list[str], interacting: set[frozenset[str]], class_size: dict[str, int],
+def split_large(comp: list[str], interacting: set[frozenset[str]], class_size: dict[str, float],
                 limit: int) -> tuple[list[list[str]], list[str]]:
     """A component of more than ``limit`` candidates, split at the candidates that link its parts:
     the one whose removal leaves the smallest largest part (then the smaller class, the simpler
@@ -394,18 +389,55 @@ def random_mixes(comp: list[str], size: dict[str, int], n: int, seed: int) -> li
 
 
 def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str, Any], r_max: float | None,
-                    o: ExplainOptions, progress: Progress, peak: frozenset[str] = frozenset()) -> dict[str, Any]:
+                    o: ExplainOptions, progress: Progress, peak: frozenset[str] = frozenset(),
+                    peak_ipc: float | None = None) -> dict[str, Any]:
     """Port structure of the class representatives; JSON-ready (see the module doc).
 
     A dropped or redundant representative may be the wrong one of a sound class (a load that
     also computes is additive with the pure loads of its class): its next member stands in for
-    it, up to ``o.max_stand_ins`` times per class, and the structure is inferred again."""
+    it, up to ``o.max_stand_ins`` times per class, and the structure is inferred again.
+
+    ``peak``/``peak_ipc``: the members of the peak experiment and the instructions per cycle it
+    ran at. Every instruction is at least one µop, so the machine has at least that many ports
+    when no member is eliminated; blocking instructions spanning fewer have lost some to
+    impostors (a 1-cycle scheme of several µops posing as one port, of a larger class than the
+    2-port blocking instruction it clashed with). Then the screening runs again with the peak's
+    members dropped only when nothing else resolves a clash, and the result with more ports
+    stands."""
+    t0 = time.perf_counter()
+    got = _screened(oracle, classes, r_max, o, progress, peak, False)
+    ports = len(got["mapping"]["ports"]) if got.get("mapping") else 0
+    if peak and peak_ipc and ports < math.floor(peak_ipc + 0.25):
+        progress(f"  the blocking instructions span {ports} port(s), but the peak experiment ran {peak_ipc:.3g} "
+                 f"instructions per cycle: screening again with its members ({', '.join(sorted(peak))}) kept first")
+        again = _screened(oracle, classes, r_max, o, progress, peak, True)
+        if again.get("mapping") and len(again["mapping"]["ports"]) > ports:
+            got = again
+    got["seconds"] = time.perf_counter() - t0
+    return got
+
+
+def weights(classes: list[dict[str, Any]], peak: frozenset[str], protect: bool) -> dict[str, float]:
+    """What dropping a candidate costs, wherever one must go (the cover of contradicted pairs,
+    the blame in an unsat core, the split of a large component): the schemes its class stands
+    for, and for a member of the peak experiment a bonus, below one scheme in all (a tie-break:
+    the peak's members ran together at the peak IPC, so between them they hold that many
+    ports), or with ``protect`` above all other candidates together."""
+    size = {c["rep"]: 1 + len(c["members"]) for c in classes}
+    bonus = sum(size.values()) + 1 if protect else 1 / (len(size) + 1)
+    return {i: n + bonus * (i in peak) for i, n in size.items()}
+
+
+def _screened(oracle: Any, classes: list[dict[str, Any]], r_max: float | None, o: ExplainOptions,
+              progress: Progress, peak: frozenset[str], protect: bool) -> dict[str, Any]:
+    """One pass of :func:`infer_structure`: pairs, screening, stand-ins, components, with the
+    candidates weighed by :func:`weights`."""
     t0 = time.perf_counter()
     deadline = t0 + o.structure_seconds if o.structure_seconds is not None else None
     spare = {c["rep"]: [m["insn"] for m in c["members"]][:o.max_stand_ins] for c in classes}
     reps = [c["rep"] for c in classes]
     size = {c["rep"]: c["size"] for c in classes}
-    class_size = {c["rep"]: 1 + len(c["members"]) for c in classes}
+    class_size = weights(classes, peak, protect)
 
     def stand_in(gone: list[str]) -> bool:
         swaps = [(i, spare[i][0]) for i in gone if spare.get(i)]
@@ -423,8 +455,7 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
             pairs = [e for e in pair_experiments(sorted(reps), size) if e not in values]
             progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
             values.update(zip(pairs, oracle.measure(pairs)))
-            active, mult, dropped, aside = screen(sorted(reps), size, class_size, values, r_max, o, progress,
-                                                   peak)
+            active, mult, dropped, aside = screen(sorted(reps), size, class_size, values, r_max, o, progress)
             more = [e for e in confirmations(sorted(reps), size, mult) if e not in values]
             if more:     # a multiplicity stands only once its confirmations are measured
                 progress(f"{len(more)} experiment(s) to confirm {', '.join(sorted(mult))} as several µops on "
@@ -443,12 +474,11 @@ def infer_structure(oracle: Any, classes: list[dict[str, Any]], single: dict[str
                      "candidates")
         if late or not stand_in(got.get("redundant", [])):
             break
-    got["seconds"] = time.perf_counter() - t0
     return got
 
 
 def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: list[dict[str, Any]],
-               size: dict[str, int], class_size: dict[str, int], values: dict[Experiment, float],
+               size: dict[str, int], class_size: dict[str, float], values: dict[Experiment, float],
                r_max: float | None, o: ExplainOptions, progress: Progress,
                deadline: float | None = None) -> dict[str, Any]:
     """Components, their port counts and structure (steps 2-5) for the screened candidates."""
@@ -523,7 +553,7 @@ def _structure(oracle: Any, active: list[str], mult: dict[str, int], dropped: li
                                                    us[0][1] > 1}}
 
 
-def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int], class_size: dict[str, int],
+def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int], class_size: dict[str, float],
                      pair_values: dict[Experiment, float], interacting: set[frozenset[str]], r_max: float | None,
                      o: ExplainOptions, progress: Progress, mult: dict[str, int],
                      deadline: float | None = None) -> dict[str, Any]:

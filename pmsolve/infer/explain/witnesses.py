@@ -137,6 +137,9 @@ class Explanation:
     confidence: float | None = field(default=None, compare=False)  # 0..1, without a µop counter
     # blocked sets the front end kept the full check from loading: a µop across one stays unseen
     unchecked: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
+    # other placements of its µops that fit every measurement as well, within the noise (the
+    # mapped one is the widest of them): the measurements cannot tell them apart
+    alternatives: tuple[tuple[tuple[tuple[str, ...], int], ...], ...] = field(default=(), compare=False)
 
     def key(self) -> tuple:
         """What the majority vote compares: the port usage, or the misfit category."""
@@ -156,6 +159,8 @@ class Explanation:
             out["others"] = [w.to_json() for w in self.others]
         if self.unchecked:
             out["unchecked"] = [list(q) for q in self.unchecked]
+        if self.alternatives:
+            out["alternatives"] = [[{"ports": list(ps), "count": n} for ps, n in alt] for alt in self.alternatives]
         return out
 
     @classmethod
@@ -166,7 +171,8 @@ class Explanation:
         return cls(uops, wit, tuple(Witness.from_json(w) for w in d.get("others", [])),
                    Misfit.from_json(d["misfit"]) if d.get("misfit") else None, d.get("counted_uops"),
                    d.get("source", "characterised"), d.get("confidence"),
-                   tuple(tuple(q) for q in d.get("unchecked", ())))
+                   tuple(tuple(q) for q in d.get("unchecked", ())),
+                   tuple(tuple((tuple(u["ports"]), int(u["count"])) for u in alt) for alt in d.get("alternatives", ())))
 
 
 def uop_key(ports: tuple[str, ...] | frozenset[str]) -> str:
