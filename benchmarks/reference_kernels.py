@@ -18,7 +18,8 @@ import argparse
 import os
 import sys
 
-from pmsolve.harness.hardware import REFERENCES, HarnessSettings, reference_bursts, steadiness
+from pmsolve.harness.hardware import REFERENCES, HarnessSettings
+from pmsolve.harness.references import reference_bursts, steadiness
 
 SETTINGS = HarnessSettings(rounds=3, target_ticks=20_000)
 

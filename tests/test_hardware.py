@@ -21,8 +21,8 @@ import pytest
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, REFERENCES, STALE_AFTER, HardwareOracle, HarnessSettings,
-                                      available, densest, lower_baseline, reference_bursts, relative_spread,
-                                      settled_baseline, steadiness)
+                                      available, densest, lower_baseline, relative_spread, settled_baseline)
+from pmsolve.harness.references import reference_bursts, steadiness
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -236,3 +239,18 @@ def test_function_level_imports_are_only_heavy_optional_libraries():
                 found += [f"{where(modules(), mod, node.lineno)} imports {n}" for n in names
                           if n.split(".")[0] not in LAZY_LIBRARIES and (mod, n) not in DEFERRED]
     assert not found, "\n".join(found)
+
+
+def test_the_worker_runs_as_a_module_without_importing_itself_first():
+    """``python -m pmsolve.harness.worker`` imports the package ``pmsolve.harness`` first; a
+    module of that package importing the worker made Python warn on every measuring run (and run
+    the worker's module code twice). With its parent gone, it exits quietly."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run([sys.executable, "-m", "pmsolve.harness.worker"], stdin=subprocess.DEVNULL,
+                         capture_output=True, env=env, timeout=60)
+    assert run.returncode == 0 and b"RuntimeWarning" not in run.stderr, run.stderr.decode()
+    proc = subprocess.Popen([sys.executable, "-m", "pmsolve.harness.worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()           # the parent stops reading: the worker's first message breaks the pipe
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()

@@ -34,7 +34,6 @@ from pmsolve.harness.allocation import allocate, body, unroll_factors
 from pmsolve.harness.assemble import TOOLS, assemble, check_block
 from pmsolve.harness.cpu import host_cpu
 from pmsolve.harness.store import machine_fingerprint
-from pmsolve.harness.worker import Executor
 from pmsolve.harness.worker_client import WorkerDied, WorkerProcess
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
@@ -184,6 +183,10 @@ class HardwareOracle:
                 if insn not in self._schemes:
                     raise ValidationError(f"hardware oracle: {insn!r} is not among its instruction schemes")
         yield from self._measure_chunks(list(enumerate(experiments)), self._kernels)
+
+    def support_kernels(self) -> dict[str, str]:
+        """The calibration and reference kernels (name -> assembly) every batch carries."""
+        return dict(self._support)
 
     # -- internals
     def _support_kernels(self) -> dict[str, str]:
@@ -496,27 +499,3 @@ def relative_spread(values: Sequence[float]) -> float:
         v = v[1:-1]
     return (v[-1] - v[0]) / med if med > 0 else 0.0
 
-
-def reference_bursts(settings: HarnessSettings, samples: int = 300) -> Iterator[dict[str, list[float]]]:
-    """The gate's reference kernels sampled as the gate samples them, in this process (pin it
-    first): per burst, ``samples`` readings per kernel in cycles per instruction, each converted
-    by the calibration kernel timed just before it. For telling whether the machine is quiet
-    (``benchmarks/reference_kernels.py``, ``tests/test_hardware.py``); endless, take what you need."""
-    support = HardwareOracle(list(REFERENCES.values())[:1], settings)._support
-    ex = Executor()
-    ex.load(*assemble(support))
-    n = {name: ex.iterations(name, settings.target_ticks) for name in support}
-    while True:
-        got: dict[str, list[float]] = {name: [] for name in REFERENCES}
-        for _ in range(samples):
-            ratio = ex.calibrate(CALIBRATION, n[CALIBRATION])
-            for name in REFERENCES:
-                got[name].append(ex.diff(name, n[name]) / ratio / REFERENCE_COUNT)
-        yield got
-
-
-def steadiness(samples: Sequence[float], tolerance: float) -> float:
-    """The share of samples within a quarter of ``tolerance`` of their median: near 1 for a kernel
-    that runs at one speed, low for one disturbed or of several speeds."""
-    mid = statistics.median(samples)
-    return sum(abs(x - mid) <= tolerance / 4 * mid for x in samples) / len(samples)

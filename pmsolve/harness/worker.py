@@ -187,7 +187,10 @@ def main() -> None:
     # the pickle channel owns the real stdout; stray prints go to stderr
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    serve(sys.stdin.buffer, out)
+    try:
+        serve(sys.stdin.buffer, out)
+    except (BrokenPipeError, ConnectionResetError):
+        os._exit(0)   # the parent is gone (killed, or stopped reading): nothing to report to
 
 
 if __name__ == "__main__":
