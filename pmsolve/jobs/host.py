@@ -329,6 +329,32 @@ def _inference_experiments(state: Path) -> set[Experiment]:
     return {Experiment(r["experiment"]) for r in data.get("data", {}).get("measurements", [])}
 
 
+class MeasuringProgress:
+    """The hardware oracle's progress callback: a line every 500 experiments or every minute (a
+    disturbed machine measures one in seconds, and a silent hour looks hung), and when over a
+    fifth stayed noisy through every retry, why it is slow."""
+
+    def __init__(self, say: Say, noisy: Callable[[Experiment], bool], t0: float,
+                 clock: Callable[[], float] = time.monotonic):
+        self.say, self.noisy, self.t0, self.clock = say, noisy, t0, clock
+        self.done = self.flagged = 0
+        self.shown = t0
+
+    def __call__(self, idx: int, e: Experiment) -> None:
+        self.done += 1
+        self.flagged += bool(self.noisy(e))
+        now = self.clock()
+        if self.done % 500 and now - self.shown < 60:
+            return
+        self.shown = now
+        line = (f"  {self.done} experiments measured ({now - self.t0:.0f} s, "
+                f"{self.done / max(now - self.t0, 1e-9):.1f} per second)")
+        if self.flagged > 0.2 * self.done:
+            line += (f"; {self.flagged} stayed noisy through every retry: something shares this core (the "
+                     f"reference kernels run slow; docs/harness.md), so each waits for quiet moments")
+        self.say(line)
+
+
 def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     t0 = t = time.monotonic()
     seconds: dict[str, float] = {}
@@ -340,13 +366,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     work = Path(config.workdir) if config.workdir else default_workdir(cpu, config.profile)
     work.mkdir(parents=True, exist_ok=True)
     say(f"measuring on {cpu.describe()}: {len(names)} schemes ({config.profile} profile), state in {work}")
-    done = [0]
-
-    def progress(idx: int, e: Experiment) -> None:
-        done[0] += 1
-        if done[0] % 500 == 0:
-            say(f"  {done[0]} experiments measured ({time.monotonic() - t0:.0f} s)")
-
+    progress = MeasuringProgress(say, lambda e: getattr(hw.results.get(e), "noisy", False), t0)
     hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
     misses = None
     oracle = CachingOracle.in_sqlite(hw, work / "measurements.sqlite", on_error="nan")
