@@ -21,7 +21,8 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    arrangement of its instructions already;
 4. **multiplicities** — when no P up to P_hi explains the measurements, the most suspect
    instruction of the unsat core is tried as k µops on one k·s-port set (k = 2, 3, …), again
-   with the smallest sufficient P;
+   with the smallest sufficient P (in the pair screening, a multiplicity stands only after
+   :func:`confirmations`);
 5. **slow schedules** — a contradicted pair that some overlap explains once the pair experiments
    *slower* than that overlap's bound are set aside is kept: real schedulers do not always reach
    the port bound of a small loop (on a Zen 4 ``{imul r64: 1, mov r64, imm: 4}`` takes 1.62
@@ -37,7 +38,9 @@ the same in isolation. Here the hypotheses meet experiments that can refute them
    the core that contradicts it (its class members are characterised like any other scheme);
    the rest go on. Never does a failing class stop the others. A candidate dropped in the
    pair screening comes back when the candidates left contradict it only by slow schedules
-   within the budget: the greedy order may drop it before the impostor it clashed with.
+   within the budget: the greedy order may drop it before the impostor it clashed with. Whom to
+   drop is weighed by :func:`weights`; blocking instructions that span fewer ports than the
+   peak experiment ran instructions per cycle are inferred again with the peak's members last.
 
 The result has the shape of :func:`pmsolve.infer.explain.blocking.infer_blocking`'s.
 """
@@ -450,7 +453,6 @@ def _screened(oracle: Any, classes: list[dict[str, Any]], r_max: float | None, o
 
     for _ in range(2):   # a second round only when a redundant candidate's class has a stand-in
         values: dict[Experiment, float] = {}
-        mult: dict[str, int] = {}
         while True:      # pairs and screening are cheap: stand-ins are tried until none is left
             pairs = [e for e in pair_experiments(sorted(reps), size) if e not in values]
             progress(f"{len(pairs)} pair experiment(s) among {len(reps)} blocking candidate(s)")
