@@ -120,7 +120,8 @@ def _doc() -> dict:
             "schemes": [{"scheme": "x<script>", "tp": 0.5, "confidence": 1.0, "source": "derived blocking",
                          "uops": [{"ports": ["0", "1"], "count": 1, "witnesses": [w]}],
                          "checks": [{"kind": "check", "experiment": {"x<script>": 4}, "measured": 2.5,
-                                     "modelled": 2.0}]},
+                                     "modelled": 2.0}],
+                         "alternatives": [[{"ports": ["0<"], "count": 1}]]},
                         {"scheme": "y", "tp": 1.0, "confidence": 0.8,
                          "uops": [{"ports": ["2"], "count": 1, "witnesses": []}]}],
             "misfits": {"outside the model": [{"scheme": "div", "reason": "slower <i>", "experiments": [],
@@ -150,6 +151,7 @@ def test_report_page_is_escaped_and_complete():
     assert "imul&lt;r&gt;, mov×4" in page and "1.625" in page and "id='slow-schedules'" in page
     assert "(derived blocking)" in page and "check: <code>x&lt;script&gt;×4</code> measured 2.500" in page
     assert "2 experiment(s)" in page     # the µop's witness and the check
+    assert "fits as well: 1×[0&lt;]" in page   # placements the measurements cannot tell apart
     assert dom.rows.get("miss") == 2 and "fma&lt;z&gt;, st, y×2" in page and "1.730" in page
     assert "part <code>ld&lt;z&gt;</code> 1.000<br>part <code>ld</code> 0.500" in page
     # what each scheme is predicted with: the kinds, the misfit's model, those without a prediction

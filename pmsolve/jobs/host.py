@@ -190,7 +190,8 @@ class HostReport:
                     d = x.to_json()
                     schemes.append({"scheme": name, "tp": self.singles.get(name), "uops": d["uops"],
                                     "confidence": x.confidence, "source": x.source,
-                                    "checks": [w for w in d.get("others", []) if w["kind"] in CHECKS]})
+                                    "checks": [w for w in d.get("others", []) if w["kind"] in CHECKS],
+                                    **({"alternatives": d["alternatives"]} if "alternatives" in d else {})})
         elif self.mapping is not None:
             schemes = [{"scheme": i, "tp": self.singles.get(i),
                         "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}

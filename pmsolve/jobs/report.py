@@ -231,8 +231,10 @@ def render_html(doc: dict[str, Any]) -> str:
                + "".join(f"<li>{_witness(w)}</li>" for w in ws) + "</ul></details>") if ws else "–"
         source = s.get("source", "characterised")
         tag = f" <span class='muted'>({_e(source)})</span>" if source != "characterised" else ""
+        also = "".join(f"<br><span class='muted'>fits as well: {_e(_uops(alt))}</span>"
+                       for alt in s.get("alternatives", []))
         out.append(f"<tr class='scheme'><td><code>{_e(s['scheme'])}</code>{tag}</td><td class='num'>{_num(s.get('tp'))}</td>"
-                   f"<td>{_e(_uops(s.get('uops', [])))}</td>"
+                   f"<td>{_e(_uops(s.get('uops', [])))}{also}</td>"
                    f"<td class='num'>{sum(u['count'] for u in s.get('uops', []))}</td>"
                    f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
     out.append("</table>")
