@@ -12,6 +12,7 @@ has already retried each experiment by then.
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from dataclasses import replace
@@ -143,13 +144,29 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
         ratio = v / ref.values[n]
         return ratio > 1.15 or (ref.comparison(n) == "within" and ratio < 1 / 1.15)
 
-    # The gate's reference kernels whose schemes the table has are yardsticks: a measurement taken
-    # while one ran slower than published was disturbed, flagged or not (a neighbour that slows
-    # the load pipes for hours also slows the gate's baseline)
-    yard = {k: ref.values[s] for k, s in REFERENCES.items() if s in ref.values}
+    # The gate's reference kernels are yardsticks where the table has their scheme, or one on the
+    # same pipes: a measurement taken while one ran slower than published was disturbed, flagged
+    # or not (a neighbour that slows the load pipes for hours also slows the gate's baseline). The
+    # ALU kernel counts too: with a neighbour on the core (ALU kernel at 0.38 where 0.25 is
+    # published) GPR loads read 0.39 for 0.33 while the 2-per-cycle vector load reference kept its
+    # published speed (a CI run on the Zen 3, 2026-11-27)
+    same_pipes = {"add_r64_i8": "add_r64_r64"}
+    yard = {k: ref.values[t] for k, s in REFERENCES.items()
+            for t in [s if s in ref.values else same_pipes.get(s)] if t in ref.values}
 
     def undisturbed(r) -> bool:
         return r.ok and not r.noisy and all(d[k] <= 1.1 * v for d in r.reference for k, v in yard.items())
+
+    # and first the machine: in the hours a neighbour shares the core, the reference samples around
+    # a measurement are within 10 % now and then while the single is not (GPR loads at 0.39 for
+    # 0.33 in two runs beside such samples: no reference kernel loads three times per cycle)
+    medians = {}
+    for _, burst in zip(range(3), reference_bursts(FAST, 200)):
+        medians = {k: round(statistics.median(burst[k]), 3) for k in yard}
+        if all(medians[k] <= 1.1 * v for k, v in yard.items()):
+            break
+    else:
+        pytest.skip(f"the reference kernels run slower than published in every burst: {medians} against {yard}")
 
     best: dict[str, float] = {}
     deadline = time.monotonic() + 300    # in a noisy hour each noisy single waits out its retries
