@@ -498,4 +498,3 @@ def relative_spread(values: Sequence[float]) -> float:
     if len(v) >= 5:
         v = v[1:-1]
     return (v[-1] - v[0]) / med if med > 0 else 0.0
-

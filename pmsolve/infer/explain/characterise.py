@@ -807,12 +807,9 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     if not cands:
         return [], []
     # Thm 5.2 on the µop masses, not a compiled model per candidate: there are thousands
-    rest = {}
-    for b, n in check.items():
-        if b != i:
-            for x in blocking.uops[b]:
-                rest[x.ports] = rest.get(x.ports, 0) + n * x.count
     counts = dict(check.items())
+    others = {b: n for b, n in counts.items() if b != i}
+    rest = blocking.uop_masses(Experiment(others)) if others else {}
     a = counts[i]
 
     def t_of(mass: dict[frozenset[str], int], size: int) -> float:
@@ -863,8 +860,8 @@ def _with_uops_on(found: dict[frozenset[str], int], c: frozenset[str], max_uops:
     out = []
     subsets = [q for q in found if q < c]
     for moved in product(*(range(found[q] + 1) for q in subsets)):
-        f = {q: n - dict(zip(subsets, moved)).get(q, 0) for q, n in found.items()}
-        f = {q: n for q, n in f.items() if n}
+        taken = dict(zip(subsets, moved))
+        f = {q: n - taken.get(q, 0) for q, n in found.items() if n > taken.get(q, 0)}
         for n in range(0 if any(moved) else 1, max_uops + 1):
             if n + sum(moved):
                 out.append({**f, c: f.get(c, 0) + n + sum(moved)})
