@@ -176,12 +176,17 @@ def test_written_memory_is_packed_in_program_order_and_each_slot_keeps_one_role(
         one = written[c * per_copy:(c + 1) * per_copy]
         for (_, _, d0, _, w0), (_, _, d1, _, w1) in zip(one, one[1:]):
             assert d1 == -(-(d0 + w0) // w1) * w1, "not packed: a gap or a jump between neighbouring stores"
-    # a read-written slot comes back only after at least 1 KiB of other writes (the chain through
-    # it then waits for as many stores: at two per cycle, far longer than its latency)
+    # a read-written slot comes back only after every other written slot, and those fill over 1 KiB
+    # of the region (the chain through it then waits for the whole layout's stores: at two per
+    # cycle, far longer than its latency). Not 1 KiB of written bytes: slots aligned to their width
+    # leave gaps ({add [m16], i16: 2, vpcompressq [m256]: 1} writes 48 bytes in each 96)
+    top = max((d + w for _, _, d, _, w in written), default=2048)
+    slots = {m[2] for m in written}
     last: dict[int, int] = {}
     for n, (k, j, d, _, _) in enumerate(written):
         if ins[k].scheme.operands[j].read and d in last:
-            assert sum(m[4] for m in written[last[d] + 1:n]) >= 1024, "a read-written slot comes back too soon"
+            assert {m[2] for m in written[last[d]:n]} == slots, "a read-written slot comes back too soon"
+            assert top - 2048 > 1024, "the layout repeats before it fills the region"
         last[d] = n
 
 

@@ -148,8 +148,7 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     # same pipes: a measurement taken while one ran slower than published was disturbed, flagged
     # or not (a neighbour that slows the load pipes for hours also slows the gate's baseline). The
     # ALU kernel counts too: with a neighbour on the core (ALU kernel at 0.38 where 0.25 is
-    # published) GPR loads read 0.39 for 0.33 while the 2-per-cycle vector load reference kept its
-    # published speed (a CI run on the Zen 3, 2026-11-27)
+    # published) GPR loads read 0.39 for 0.33.
     same_pipes = {"add_r64_i8": "add_r64_r64"}
     yard = {k: ref.values[t] for k, s in REFERENCES.items()
             for t in [s if s in ref.values else same_pipes.get(s)] if t in ref.values}
@@ -157,32 +156,51 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     def undisturbed(r) -> bool:
         return r.ok and not r.noisy and all(d[k] <= 1.1 * v for d in r.reference for k, v in yard.items())
 
-    # and first the machine: in the hours a neighbour shares the core, the reference samples around
-    # a measurement are within 10 % now and then while the single is not (GPR loads at 0.39 for
-    # 0.33 in two runs beside such samples: no reference kernel loads three times per cycle)
-    medians = {}
-    for _, burst in zip(range(3), reference_bursts(FAST, 200)):
-        medians = {k: round(statistics.median(burst[k]), 3) for k in yard}
-        if all(medians[k] <= 1.1 * v for k, v in yard.items()):
-            break
-    else:
-        pytest.skip(f"the reference kernels run slower than published in every burst: {medians} against {yard}")
+    # No reference kernel loads three times per cycle, and twice in CI (Zen 3, 2026-11-27) GPR
+    # loads read 0.38-0.39 for 0.33 beside reference samples within 10 % of their published speeds.
+    # So the machine is also judged by a GPR load kernel written here (not by the harness's
+    # allocation, which it would then share), before and after each attempt, on the worker's CPU.
+    probe = {}
+    if "mov_r64_m64" in ref.values:
+        regs = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12"]
+        probe = {"probe_gpr_load": "\n".join(f"    movq {8 * (i % 64)}(%r14), %{regs[i % len(regs)]}"
+                                              for i in range(200))}
+    machine = dict(yard, **{k: ref.values["mov_r64_m64"] for k in probe})
+    bursts = reference_bursts(FAST, 200, probe)
+    seen: list[dict[str, float]] = []
+
+    def machine_at_speed(cpu: int) -> bool:
+        mine = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {cpu} if cpu in mine else mine)
+        try:
+            seen.append({k: round(statistics.median(v), 3) for k, v in next(bursts).items() if k in machine})
+        finally:
+            os.sched_setaffinity(0, mine)
+        return all(seen[-1][k] <= 1.1 * v for k, v in machine.items())
 
     best: dict[str, float] = {}
+    off: dict[str, tuple] = {}
     deadline = time.monotonic() + 300    # in a noisy hour each noisy single waits out its retries
     with HardwareOracle(names, FAST) as oracle:
         for _ in attempts():
-            if time.monotonic() > deadline:
-                break
+            if time.monotonic() > deadline or not machine_at_speed(oracle.cpu):
+                continue
             todo = [n for n in names if n not in best or wrong(n, best[n])]
+            got: dict[str, float] = {}
             for i, r in oracle.measure_iter([Experiment({n: 1}) for n in todo]):
                 if undisturbed(r):    # a disturbed calibration can make a kernel look faster too
-                    best[todo[i]] = min(r.cycles, best.get(todo[i], r.cycles))
+                    got[todo[i]] = min(r.cycles, got.get(todo[i], r.cycles))
                 if time.monotonic() > deadline:
                     break
+            if not machine_at_speed(oracle.cpu):
+                continue
+            for n, v in got.items():
+                best[n] = min(v, best.get(n, v))
             off = {n: (round(v, 3), ref.values[n], ref.comparison(n)) for n, v in best.items() if wrong(n, v)}
             if not off and len(best) == len(names):
                 return
+    if not best:
+        pytest.skip(f"the machine ran slower than published around every attempt: medians {seen[-2:]} against {machine}")
     if not off and len(best) < len(names) / 2:
         pytest.skip(f"too disturbed to judge: {len(names) - len(best)} of {len(names)} singles never measured "
                     f"with the reference kernels at their published speeds")
