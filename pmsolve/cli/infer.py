@@ -80,6 +80,10 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
     p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--wait-quiet", type=NON_NEGATIVE, default=0.0, metavar="MINUTES",
+                   help="before measuring, wait up to MINUTES for the reference kernels to run at this CPU's "
+                        "published speeds (something sharing the core slows every measurement; default 0: "
+                        "measure at once, with a warning in the report)")
     p.add_argument("--workdir", help="folder for measurements, state and checkpoints (default: "
                                      "$XDG_CACHE_HOME/pmsolve/host/<cpu>/<profile>)")
     p.add_argument("--simulated", action="store_true", help="run on the simulated machine even on x86-64")
@@ -115,7 +119,7 @@ def cmd_infer_main(args: argparse.Namespace) -> int:
     config = JobConfig(profile=profile, schemes=schemes, method=args.method, held_out=args.held_out,
                        seed=args.seed, runs=args.runs, compare_pmevo=not args.no_pmevo,
                        pmevo_minutes=args.pmevo_minutes, pmevo_schemes=args.pmevo_schemes, workdir=args.workdir,
-                       simulated=args.simulated,
+                       simulated=args.simulated, wait_quiet=args.wait_quiet,
                        mcpu=args.mcpu, osaca_arch=args.osaca_arch)
     report = run(config, say=(lambda m: None) if args.quiet else say)
     doc = report.to_json()

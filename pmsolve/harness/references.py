@@ -6,10 +6,13 @@ worker (``python -m pmsolve.harness.worker``) must not be imported by the packag
 
 from __future__ import annotations
 
+import os
 import statistics
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from pmsolve.harness.assemble import assemble
+from pmsolve.harness.cpu import ReferenceSingles
 from pmsolve.harness.hardware import CALIBRATION, REFERENCE_COUNT, REFERENCES, HardwareOracle, HarnessSettings
 from pmsolve.harness.worker import Executor
 
@@ -44,3 +47,55 @@ def steadiness(samples: Sequence[float], tolerance: float) -> float:
     that runs at one speed, low for one disturbed or of several speeds."""
     mid = statistics.median(samples)
     return sum(abs(x - mid) <= tolerance / 4 * mid for x in samples) / len(samples)
+
+
+#: a scheme on the same pipes whose figure the per-CPU tables carry, for a reference kernel whose
+#: own scheme they do not (``add r64, i8`` and ``add r64, r64`` both run on every ALU)
+SAME_PIPES = {"add_r64_i8": "add_r64_r64"}
+
+
+def published_speeds(ref: ReferenceSingles) -> dict[str, float]:
+    """Reference kernel -> the published cycles per instruction of its scheme (or of one on the
+    same pipes), for the kernels the table has a figure for."""
+    out = {}
+    for kernel, scheme in REFERENCES.items():
+        for s in (scheme, SAME_PIPES.get(scheme)):
+            if s in ref.values:
+                out[kernel] = ref.values[s]
+                break
+    return out
+
+
+@dataclass(frozen=True)
+class MachineState:
+    """The reference kernels' medians in one burst beside this CPU's published figures. A kernel
+    far slower than published means something shares the core (the other SMT thread, inside the
+    VM or outside it): the gate then waits for quiet moments, and a job may take hours."""
+
+    medians: dict[str, float]
+    published: dict[str, float]
+
+    def slow(self, tolerance: float = 0.1) -> dict[str, float]:
+        """Kernel -> median over published, for the kernels more than ``tolerance`` slower."""
+        return {k: self.medians[k] / v for k, v in self.published.items() if self.medians[k] > (1 + tolerance) * v}
+
+    def describe(self) -> str:
+        parts = [f"{k.removeprefix('pmsolve_ref_')} {self.medians[k]:.3f} for {v:g}" for k, v in self.published.items()]
+        return ", ".join(parts) + " cycles per instruction"
+
+
+def machine_state(settings: HarnessSettings, ref: ReferenceSingles, cpu: int | None = None,
+                  samples: int = 200) -> MachineState:
+    """One burst of the reference kernels on ``cpu`` (this process is pinned there meanwhile;
+    about a second), judged against ``ref``'s published figures."""
+    mine = os.sched_getaffinity(0)
+    try:
+        if cpu is not None:
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except OSError:     # not ours to run on: measured where this process runs
+                pass
+        burst = next(reference_bursts(settings, samples))
+    finally:
+        os.sched_setaffinity(0, mine)
+    return MachineState({k: statistics.median(v) for k, v in burst.items()}, published_speeds(ref))

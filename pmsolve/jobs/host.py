@@ -43,6 +43,7 @@ from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.peak import detect_peak_ipc
+from pmsolve.harness.references import MachineState, machine_state
 from pmsolve.harness.store import machine_fingerprint
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
 from pmsolve.infer.explain.structure import slow_summary
@@ -98,6 +99,9 @@ class JobConfig:
     simulated: bool = False
     mcpu: str | None = None
     osaca_arch: str | None = None
+    #: minutes to wait, before measuring, for the reference kernels to run at this CPU's published
+    #: speeds (0: measure at once, with a warning when they do not)
+    wait_quiet: float = 0.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -356,6 +360,32 @@ class MeasuringProgress:
         self.say(line)
 
 
+def _wait_for_quiet(probe: Callable[[], MachineState], minutes: float, say: Say,
+                    sleep: Callable[[float], None] = time.sleep,
+                    clock: Callable[[], float] = time.monotonic) -> str | None:
+    """Before measuring: are the reference kernels at this CPU's published speeds (``probe``:
+    one burst of them)? Waits up to ``minutes`` for it, a burst every 30 s; returns the warning
+    for the report when they still are not. A neighbour on the core (the other SMT thread, inside
+    the VM or outside it) slows them for hours at a time (a Zen 3 VM, 2026-11-27: ALU 0.36 and
+    store 0.82 cycles for 0.25 and 0.50), the gate then waits for quiet moments, and a job that
+    takes minutes takes hours."""
+    deadline = clock() + 60 * minutes
+    while True:
+        state = probe()
+        if not state.slow():
+            say(f"  reference kernels at this CPU's published speeds ({state.describe()})")
+            return None
+        if clock() >= deadline:
+            break
+        say(f"  waiting for quiet: the reference kernels run slower than published ({state.describe()})")
+        sleep(min(30.0, max(0.0, deadline - clock())))
+    warning = (f"measuring began with the reference kernels slower than this CPU's published figures "
+               f"({state.describe()}): something shares this core, so experiments wait for quiet moments "
+               f"(slow) and figures of this run may be off; docs/harness.md")
+    say("  warning: " + warning)
+    return warning
+
+
 def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     t0 = t = time.monotonic()
     seconds: dict[str, float] = {}
@@ -369,6 +399,12 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     say(f"measuring on {cpu.describe()}: {len(names)} schemes ({config.profile} profile), state in {work}")
     progress = MeasuringProgress(say, lambda e: getattr(hw.results.get(e), "noisy", False), t0)
     hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
+    ref = reference_singles(cpu.microarchitecture)
+    if ref is None:
+        say("  no published figures for this CPU: whether something shares its core is not checked up front")
+    else:
+        busy = _wait_for_quiet(lambda: machine_state(hw.settings, ref, hw.cpu), config.wait_quiet, say)
+        notes += [busy] if busy else []
     misses = None
     oracle = CachingOracle.in_sqlite(hw, work / "measurements.sqlite", on_error="nan")
     try:
