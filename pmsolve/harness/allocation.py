@@ -40,8 +40,12 @@ own as this harness had it; a plain store 0.50 either way when all copies hit on
 independent figures agree with packed: uops.info and InstLatX64 measure neighbouring addresses,
 and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over many lines are
 slower than any port mapping of this layout says (``docs/memory-layout.md`` has the probe figures).
-Read-only operands keep slots 64 bytes apart in the lower half (few are needed: all copies of a
-load read one address), so a load never shares its low 12 address bits with a store.
+Read-only operands take slots 64 bytes apart in the lower half, as few as the most demanding
+scheme needs (Alg. 3.1's small ``O_R``): every copy of a load reads the same address, as
+uops.info's benchmarks do, and a load never shares its low 12 address bits with a store. Loads
+that rotated over 31 slots, each on its own line at the same offset, ran three per cycle at
+0.38-0.40 cycles on a Zen 3 where one address (or neighbouring ones) gives 0.333: the lines'
+equal offsets meet in one L1 bank (``docs/memory-layout.md``).
 """
 
 from __future__ import annotations
@@ -221,7 +225,11 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
             if need[(pool, "R")] > len(cands):
                 raise ValidationError(f"operand allocation: the schemes need {need[(pool, 'R')]} read-only memory "
                                       f"operands, but only {len(cands)} slots are free")
-            sets[(pool, "R")] = tuple(cands)
+            # as few as the most demanding scheme needs, like every O_R: each copy of a load reads
+            # the same address. Rotating over all 31 (one line each, the same offset in every
+            # line) made a Zen 3 run three GPR loads per cycle at 0.38-0.40 cycles (L1 bank
+            # conflicts; 0.333 with one address, or the lines at different offsets)
+            sets[(pool, "R")] = tuple(cands[:need[(pool, "R")]])
             continue
         n_r, n_w = need[(pool, "R")], need[(pool, "W")]
         n_rw_min = 1 if need[(pool, "RW")] else 0

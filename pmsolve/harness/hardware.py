@@ -82,8 +82,9 @@ class HarnessSettings:
     frame_version: int = 3             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128
     timing_version: int = 3            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
-    allocation_version: int = 4        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
+    allocation_version: int = 5        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
+    #                                    5: every copy of a read-only memory operand reads one slot
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
 
     def key(self) -> dict:
