@@ -23,7 +23,8 @@ from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, REFERENCES, STALE_AFTER, HardwareOracle, HarnessSettings,
                                       available, densest, lower_baseline, relative_spread, settled_baseline)
-from pmsolve.harness.references import machine_state, published_speeds, reference_bursts, steadiness
+from pmsolve.harness.references import (machine_state, pinned, published_speeds, reference_bursts,
+                                        steadiness)
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -168,12 +169,8 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     seen: list[dict[str, float]] = []
 
     def machine_at_speed(cpu: int) -> bool:
-        mine = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu} if cpu in mine else mine)
-        try:
+        with pinned(cpu):
             seen.append({k: round(statistics.median(v), 3) for k, v in next(bursts).items() if k in machine})
-        finally:
-            os.sched_setaffinity(0, mine)
         return all(seen[-1][k] <= 1.1 * v for k, v in machine.items())
 
     best: dict[str, float] = {}

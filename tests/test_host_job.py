@@ -22,9 +22,8 @@ from pmsolve.harness.references import MachineState, published_speeds
 from pmsolve.harness.store import MeasurementStore
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
-from pmsolve.jobs.host import (HostReport, JobConfig, MeasuringProgress, _covered, _misses_text, _per_copy, _wait_for_quiet,
-                               block_of,
-                               held_out_experiments)
+from pmsolve.jobs.host import (HostReport, JobConfig, MeasuringProgress, _covered, _misses_text, _per_copy,
+                               _wait_for_quiet, block_of, held_out_experiments)
 from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
@@ -312,7 +311,6 @@ def test_measuring_progress_speaks_every_minute_and_says_why_it_is_slow():
         slow(k, Experiment({"a": k}))
     assert len(lines) == 3 and lines[0].startswith("  20 experiments measured (60 s, 0.3 per second)")
     assert all("noisy through every retry" in x for x in lines)
-
 
 
 def test_the_job_waits_for_quiet_and_says_when_it_measures_beside_a_neighbour():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -84,10 +85,10 @@ class MachineState:
         return ", ".join(parts) + " cycles per instruction"
 
 
-def machine_state(settings: HarnessSettings, ref: ReferenceSingles, cpu: int | None = None,
-                  samples: int = 200) -> MachineState:
-    """One burst of the reference kernels on ``cpu`` (this process is pinned there meanwhile;
-    about a second), judged against ``ref``'s published figures."""
+@contextmanager
+def pinned(cpu: int | None) -> Iterator[None]:
+    """This process on ``cpu`` inside the block (where it may run there; else where it runs),
+    back on its own CPUs after: a burst of kernels timed for the worker's CPU must run on it."""
     mine = os.sched_getaffinity(0)
     try:
         if cpu is not None:
@@ -95,7 +96,15 @@ def machine_state(settings: HarnessSettings, ref: ReferenceSingles, cpu: int | N
                 os.sched_setaffinity(0, {cpu})
             except OSError:     # not ours to run on: measured where this process runs
                 pass
-        burst = next(reference_bursts(settings, samples))
+        yield
     finally:
         os.sched_setaffinity(0, mine)
+
+
+def machine_state(settings: HarnessSettings, ref: ReferenceSingles, cpu: int | None = None,
+                  samples: int = 200) -> MachineState:
+    """One burst of the reference kernels on ``cpu`` (this process is pinned there meanwhile;
+    about a second), judged against ``ref``'s published figures."""
+    with pinned(cpu):
+        burst = next(reference_bursts(settings, samples))
     return MachineState({k: statistics.median(v) for k, v in burst.items()}, published_speeds(ref))
