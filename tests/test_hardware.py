@@ -21,10 +21,10 @@ import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
-from pmsolve.harness.hardware import (BASELINE_SAMPLES, REFERENCES, STALE_AFTER, HardwareOracle, HarnessSettings,
-                                      available, densest, lower_baseline, relative_spread, settled_baseline)
-from pmsolve.harness.references import (machine_state, pinned, published_speeds, reference_bursts,
-                                        steadiness)
+from pmsolve.harness.hardware import (BASELINE_SAMPLES, FLOOR_MARGIN, REFERENCES, STALE_AFTER, HardwareOracle,
+                                      HarnessSettings, available, densest, floored, lower_baseline, published_speeds,
+                                      relative_spread, settled_baseline)
+from pmsolve.harness.references import machine_state, pinned, reference_bursts, steadiness
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -465,6 +465,29 @@ def test_a_baseline_is_not_retaken_in_a_burst_and_the_first_waits_for_agreeing_s
         oracle._worker = _Scripted(burst)
         assert oracle._baseline(b"", symbols) == first and oracle._noisy_in_a_row == 0
         oracle._noisy_in_a_row = STALE_AFTER             # one where the samples agree replaces it
+        oracle.floor = {}                                # (on a CPU with no published speeds)
         oracle._worker = _Scripted([{n: 2 * v for n, v in s.items()} for s in quiet])
         assert oracle._baseline(b"", symbols)["pmsolve_ref_alu"] == pytest.approx(0.5024, rel=0.01)
         oracle._worker = None
+
+
+@needs_hw
+def test_a_baseline_is_never_far_slower_than_the_published_speeds():
+    """Run q5 (Zen 3, 2026-11-27): the other SMT thread's steady load held the ALU kernel at
+    0.47 cycles, its samples agreed, the baseline settled there and 145 singletons were measured
+    at that speed unflagged. With the CPU's published speeds the baseline stays near them."""
+    steady = [{n: 2 * v for n, v in s.items()} for s in _scripted_samples(_QUIET)]
+    with HardwareOracle(NAMES, FAST) as oracle:
+        oracle._loaded = symbols = {}
+        oracle.floor = published_speeds(reference_singles("zen3"))
+        oracle._worker = _Scripted(steady)
+        base = oracle._baseline(b"", symbols)
+        assert base["pmsolve_ref_alu"] == pytest.approx(0.25 * (1 + FLOOR_MARGIN))
+        assert base["pmsolve_ref_store"] == pytest.approx(0.5 * (1 + FLOOR_MARGIN))
+        oracle._worker = None
+    assert floored({"alu": 0.2512, "fp": 0.9}, {"alu": 0.25}) == {"alu": 0.2512, "fp": 0.9}   # quiet, no figure
+    with HardwareOracle(NAMES, FAST) as oracle:       # the oracle takes this CPU's figures, if shipped
+        ref = reference_singles(oracle.machine.microarchitecture)
+        assert oracle.floor == (published_speeds(ref) if ref else {})
+    with HardwareOracle(NAMES, replace(FAST, gate_floor=False)) as oracle:
+        assert oracle.floor == {}

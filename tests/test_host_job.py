@@ -17,8 +17,8 @@ import pytest
 
 from pmsolve.cli import main
 from pmsolve.harness.cpu import reference_singles
-from pmsolve.harness.hardware import available
-from pmsolve.harness.references import MachineState, published_speeds
+from pmsolve.harness.hardware import available, published_speeds
+from pmsolve.harness.references import MachineState
 from pmsolve.harness.store import MeasurementStore
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles

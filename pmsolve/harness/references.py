@@ -14,7 +14,8 @@ from typing import Iterator, Sequence
 
 from pmsolve.harness.assemble import assemble
 from pmsolve.harness.cpu import ReferenceSingles
-from pmsolve.harness.hardware import CALIBRATION, REFERENCE_COUNT, REFERENCES, HardwareOracle, HarnessSettings
+from pmsolve.harness.hardware import (CALIBRATION, REFERENCE_COUNT, REFERENCES, HardwareOracle, HarnessSettings,
+                                      published_speeds)
 from pmsolve.harness.worker import Executor
 
 
@@ -48,23 +49,6 @@ def steadiness(samples: Sequence[float], tolerance: float) -> float:
     that runs at one speed, low for one disturbed or of several speeds."""
     mid = statistics.median(samples)
     return sum(abs(x - mid) <= tolerance / 4 * mid for x in samples) / len(samples)
-
-
-#: a scheme on the same pipes whose figure the per-CPU tables carry, for a reference kernel whose
-#: own scheme they do not (``add r64, i8`` and ``add r64, r64`` both run on every ALU)
-SAME_PIPES = {"add_r64_i8": "add_r64_r64"}
-
-
-def published_speeds(ref: ReferenceSingles) -> dict[str, float]:
-    """Reference kernel -> the published cycles per instruction of its scheme (or of one on the
-    same pipes), for the kernels the table has a figure for."""
-    out = {}
-    for kernel, scheme in REFERENCES.items():
-        for s in (scheme, SAME_PIPES.get(scheme)):
-            if s in ref.values:
-                out[kernel] = ref.values[s]
-                break
-    return out
 
 
 @dataclass(frozen=True)
