@@ -491,3 +491,24 @@ def test_a_baseline_is_never_far_slower_than_the_published_speeds():
         assert oracle.floor == (published_speeds(ref) if ref else {})
     with HardwareOracle(NAMES, replace(FAST, gate_floor=False)) as oracle:
         assert oracle.floor == {}
+
+
+@needs_hw
+def test_mid_run_the_harness_waits_for_the_published_speeds_within_its_patience():
+    """After STALE_AFTER noisy experiments in a row it looks at the references until their median
+    is back near the published speeds (here after three slow looks), then takes the baseline again;
+    without patience it takes it at once."""
+    quiet = _scripted_samples(_QUIET)
+    slow = [{n: 2 * v for n, v in s.items()} for s in quiet]
+    for patience, rows, waits in ((60.0, slow * 3 + quiet + quiet, True), (0.0, quiet, False)):
+        with HardwareOracle(NAMES, FAST, patience=patience) as oracle:
+            oracle._loaded = symbols = {}
+            oracle.floor, oracle.poll = published_speeds(reference_singles("zen3")), 0.0
+            oracle.baseline = {n: 0.26 for n in REFERENCES}
+            oracle._noisy_in_a_row = STALE_AFTER
+            oracle._worker = worker = _Scripted(rows)
+            base = oracle._baseline(b"", symbols)
+            oracle._worker = None
+        assert next(worker.rows, None) is None                    # every look taken, and no more
+        assert base["pmsolve_ref_alu"] == pytest.approx(0.2512, rel=0.01)
+        assert (oracle.waited > 0) == waits

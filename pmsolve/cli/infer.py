@@ -81,9 +81,10 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--wait-quiet", type=NON_NEGATIVE, default=0.0, metavar="MINUTES",
-                   help="before measuring, wait up to MINUTES for the reference kernels to run at this CPU's "
-                        "published speeds (something sharing the core slows every measurement; default 0: "
-                        "measure at once, with a warning in the report)")
+                   help="wait up to MINUTES for the reference kernels to run at this CPU's published speeds, "
+                        "before measuring and again (the same MINUTES in all) whenever experiments stay noisy "
+                        "mid-run (something sharing the core slows every measurement; default 0: measure "
+                        "through it, with a warning in the report)")
     p.add_argument("--workdir", help="folder for measurements, state and checkpoints (default: "
                                      "$XDG_CACHE_HOME/pmsolve/host/<cpu>/<profile>)")
     p.add_argument("--simulated", action="store_true", help="run on the simulated machine even on x86-64")

@@ -398,7 +398,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     work.mkdir(parents=True, exist_ok=True)
     say(f"measuring on {cpu.describe()}: {len(names)} schemes ({config.profile} profile), state in {work}")
     progress = MeasuringProgress(say, lambda e: getattr(hw.results.get(e), "noisy", False), t0)
-    hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress)
+    hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress, patience=60 * config.wait_quiet)
     ref = reference_singles(cpu.microarchitecture)
     if ref is None:
         say("  no published figures for this CPU: whether something shares its core is not checked up front")
@@ -458,6 +458,9 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             t = _stage(seconds, "misses localised", t)
     finally:
         hw.close()
+    if hw.waited >= 1:
+        notes.append(f"waited {hw.waited:.0f} s of --wait-quiet's {hw.patience:.0f} s mid-run for the reference "
+                     "kernels to come back to this CPU's published speeds")
     seconds["total"] = round(time.monotonic() - t0, 1)
     notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from the store "
                     f"({work / 'measurements.sqlite'})")
