@@ -169,6 +169,21 @@ def test_the_main_jobs_row(tmp_path):
     assert any(n.startswith(LABEL) for n in notes)
 
 
+@needs_osaca
+def test_osaca_derives_memory_forms_from_register_forms_of_unknown_latency(tmp_path):
+    """OSACA 0.7 combines a register form with the load or store data for a memory form the model
+    lacks, and raised a TypeError on a form without a latency (the Zen 3 run of 2026-11-27: 53 of
+    300 held-out blocks, all with a ``setcc m8`` whose ``setcc r8`` was mapped)."""
+    mapping = PortMapping(SMALL.ports, {**SMALL.uops, "sete_r8": [(("0", "3"), 1)]})
+    predictor, model = exported_predictor(mapping, tmp_path / "m.yml", r_max=R_MAX, units=["U1"])
+    try:
+        assert {e.scheme: e.latency for e in model.entries}["sete_r8"] is None    # no model asked: unknown
+        got, errors = _per_copy(predictor, [block_of(CAT, Experiment({"sete_m8": 1, "add_r64_r64": 1}))])
+    finally:
+        predictor.close()
+    assert not errors and got[0] is not None
+
+
 # --------------------------------------------------------------------------- the command
 
 def test_export_command(tmp_path, capsys):

@@ -20,8 +20,10 @@ pmsolve mapping is the same kind of model, so it translates entry by entry:
   ``max(port bound, |block| / R_max)``, exactly the mapping's prediction;
 * **latency** — pmsolve measures none. For the forms OSACA's nearest shipped model knows
   (``latency_from``, e.g. ``ZEN3``) its latency is copied (as OSACA itself computes it for a
-  representative instance, load latency included); the others get none (OSACA then counts 0
-  cycles for them on dependency chains). The file's header says which model and how many;
+  representative instance, load latency included); the others get ``latency: 0``, which is
+  what OSACA reads a missing latency as on dependency chains, written out because OSACA 0.7
+  fails (a TypeError) on a memory form it derives from a register form without one
+  (``seteb 8(%r14)`` from ``seteb %al``). The file's header says which model and how many;
 * **the rest OSACA needs** — ``load_throughput``/``store_throughput`` (used for memory forms the
   mapping lacks, when it has their register form) from the mapping's plain loads and stores
   (``mov r64, m64``, ``vmovdqu ymm, m256``, ...), load latency and store-to-load forwarding
@@ -258,7 +260,7 @@ def export_osaca(mapping: PortMapping, *, r_max: float | None = None, units: Ite
         tp = inverse_throughput(mapping, Experiment({chosen: 1}), r_max=r_max)
         entries.append(Entry(form, chosen, tuple(c for c, _ in members), usage[chosen], Fraction(tp)))
     forms_of = {e.form: cat[e.catalogue[0]] for e in entries}
-    lat_note, lat = "no latencies (none asked for)", {}
+    lat_note, lat = "no latencies asked for (every form has latency 0: unknown)", {}
     lat_model: dict[str, Any] = {}
     if latency_from:
         lat, lat_model, lat_note = _shipped_latencies(forms_of, latency_from)
@@ -348,8 +350,8 @@ def _shipped_latencies(forms: dict[Form, Scheme], arch: str) -> tuple[dict[Form,
     meta = {"load_latency": {k: v for k, v in (model.get("load_latency") or {}).items()},
             "store_to_load_forward_latency": model.get("store_to_load_forward_latency")}
     note = (f"latency of {len(out)} of {len(forms)} forms from OSACA's {arch.upper()} model (the forms it knows, as "
-            f"it computes them, load latency included); the other {len(forms) - len(out)} have none (OSACA counts "
-            "0 cycles for them on dependency chains)")
+            f"it computes them, load latency included); the other {len(forms) - len(out)} have latency 0 (unknown: "
+            "OSACA's reading of a missing latency on dependency chains)")
     return out, meta, note
 
 
@@ -429,8 +431,7 @@ def _yaml(m: OsacaModel) -> str:
         out.append("  operands:" + ("" if ops else " []"))
         out += [f"  - {o}" for o in ops]
         out.append(f"  throughput: {_num(e.throughput)}")
-        if e.latency is not None:
-            out.append(f"  latency: {_num(e.latency)}")
+        out.append(f"  latency: {_num(e.latency if e.latency is not None else 0)}")   # none: OSACA fails on derived forms
         out.append(f"  uops: {sum(n for ports, n in e.uops if not set(ports) <= set(m.units))}")
         out.append(f"  port_pressure: {_flow(m.pressure(e.uops))}")
     return "\n".join(out) + "\n"
