@@ -5,8 +5,9 @@ that show why; a user still needs a number for them. A :class:`ModelledMapping` 
 mapping plus, per scheme, a :class:`SchemeModel` with its *kind* and a *confidence*:
 
 * ``mapped`` — µops on ports, each witnessed by experiments;
-* ``unit`` — µops on ports and cycles on a unit, an extra one-port resource that schemes slower
-  alone than their ports by whole cycles share (a divider): still a port mapping;
+* ``unit`` — µops on ports and cycles on a unit, an extra resource (one port, or two at
+  half-cycle resolution) that schemes slower alone than their ports by whole or half cycles
+  share (a divider): still a port mapping;
 * ``ports + cost`` — the µops found on ports, and the scheme's measured time alone as a
   resource of its own (slower alone than its ports allow and no shared unit found: microcode,
   an unpipelined unit, a chain through its copies);
@@ -43,7 +44,7 @@ from pmsolve.throughput import evaluate_many
 
 KINDS = {
     "mapped": "µops on ports, each witnessed by experiments",
-    "unit": "µops on ports and cycles of a unit (an extra one-port resource shared by slow schemes)",
+    "unit": "µops on ports and cycles of a unit (an extra resource shared by slow schemes)",
     "ports + cost": "the µops found on ports, and its measured time alone on a resource of its own",
     "cost": "its measured time alone on a resource of its own (a bound: no µops reproduce its experiments)",
 }

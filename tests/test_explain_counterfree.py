@@ -4,6 +4,7 @@ multiplicities, components and inferred port counts, stand-ins for wrong represe
 
 from __future__ import annotations
 
+from fractions import Fraction
 from itertools import combinations
 
 import pytest
@@ -954,8 +955,9 @@ def test_schemes_slow_alone_by_whole_cycles_get_units_and_which_share_one_is_mea
     """A truth with two units no blocking instruction uses: a divider held 3 cycles by ``div``
     and 5 by ``sqrt``, and a one-per-cycle unit of two read-modify-write forms (Zen 4's
     ``vdivps`` / ``vsqrtps`` and ``add m32, r32``). The inference finds the truth up to
-    renaming, units included, with the pairs that tell the units apart as witnesses; ``slow``
-    (3.5 cycles alone, on a two-port unit) stays a misfit: unit cycles are whole numbers."""
+    renaming, units included, with the pairs that tell the units apart as witnesses. Without
+    ``slow`` (3.5 cycles alone, on a two-port unit X, Y) units are one port each; with it every
+    unit is two ports at half-cycle resolution, and ``slow`` gets one of its own."""
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     units = {"div": [(s(0, 1), 1), (s("D"), 3)], "sqrt": [(s(0, 1), 1), (s("D"), 5)],
              "rmw": [(s(4, 5), 1), (s(6, 7), 1), (s("M"), 1)], "rmw2": [(s(4, 5), 1), (s(6, 7), 1), (s("M"), 1)]}
@@ -964,24 +966,32 @@ def test_schemes_slow_alone_by_whole_cycles_get_units_and_which_share_one_is_mea
         "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)], **units})
     machine = PortMapping(truth.ports + ("X", "Y"), {**truth.uops, "slow": [(s(0, 1), 1), (s("X", "Y"), 7)],
                                                       "chain": [(s(2, 3), 1)]})
-    res = infer(_Chained(machine, r_max=6, noise=0.01, seed=seed),
-                ExplainOptions(epsilon=0.03, r_max=6, not_blocking=tuple(units) + ("plain", "slow", "chain")))
-    assert {u["first"]: len(u["members"]) for u in res.summary["units"]} == {"rmw": 2, "div": 2}
-    assert "slow" in res.misfits and "slow" not in res.mapping.uops
-    assert "chain" in res.misfits and "do not reproduce" in res.misfits["chain"].reason
-    ag = agreement(truth, res.mapping)
-    assert not ag.different and not ag.missing, (ag.different, ag.missing, res.misfits)
+    for half in (False, True):
+        m = machine if half else PortMapping(truth.ports, {**truth.uops, "chain": [(s(2, 3), 1)]})
+        res = infer(_Chained(m, r_max=6, noise=0.01, seed=seed),
+                    ExplainOptions(epsilon=0.03, r_max=6, not_blocking=tuple(units) + ("plain", "slow", "chain")))
+        assert {u["first"]: len(u["members"]) for u in res.summary["units"]} == {"rmw": 2, "div": 2,
+                                                                                 **({"slow": 1} if half else {})}
+        assert "chain" in res.misfits and "do not reproduce" in res.misfits["chain"].reason
+        want = truth if not half else PortMapping(      # D and M as two ports each, µops doubled
+            truth.ports[:8] + ("D", "D'", "M", "M'", "X", "Y"),
+            {**{i: [(ps, n) if ps <= s(*range(8)) else (ps | {p + "'" for p in ps}, 2 * n) for ps, n in u]
+                for i, u in ((i, [(q.ports, q.count) for q in truth.uops[i]]) for i in truth.uops)},
+             "slow": machine.uops["slow"]})
+        ag = agreement(want, res.mapping)
+        assert not ag.different and not ag.missing, (half, ag.different, ag.missing, res.misfits)
     x = res.explanations["sqrt"]
     [unit] = [ps for ps, _ in x.uops if ps[0].startswith("U")]
     kinds = [w.kind for w in x.witnesses[",".join(unit)]]
     assert x.source == "unit" and kinds[0] == "singleton" and "unit" in kinds and "check" in kinds
 
 
-def test_unit_cycles_are_whole_numbers_within_the_tolerance():
+def test_unit_cycles_are_whole_or_half_numbers_within_the_tolerance():
     from pmsolve.infer.explain.units import Slow
 
     o = ExplainOptions(epsilon=0.03, r_max=6).resolved(False)
-    assert [Slow("x", (), t).cycles(o) for t in (0.98, 2.97, 5.02, 3.5, 0.66, 1.2)] == [1, 3, 5, None, None, None]
+    assert [Slow("x", (), t).cycles(o) for t in (0.98, 2.97, 5.02, 3.5, 4.48, 0.66, 1.2, 1.27)] == [
+        1, 3, 5, Fraction(7, 2), Fraction(9, 2), None, None, None]
 
 
 class _StoresWait(SimulatedOracle):
@@ -1012,7 +1022,7 @@ def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
             for i, q in (("rmw", ("4", "5")), ("rmx", ("6", "7")))}
     units, out = place(_StoresWait(truth, r_max=6), slow, blocking, 6,
                        ExplainOptions(r_max=6).resolved(False), lambda m: None)
-    assert units == [{"port": "U1", "first": "rmw", "members": ["rmx"]}]
+    assert units == [{"port": "U1", "ports": ["U1"], "first": "rmw", "members": ["rmx"]}]
     assert out["rmw"].misfit is not None and out["rmx"].uops == ((("6", "7"), 1), (("U1",), 1))
     assert any("st" in set(e) and len(e.counts) == 4 for e, _ in out["rmw"].misfit.experiments)
 

@@ -12,6 +12,7 @@ from pmsolve.cli.output import emit_json, say
 from pmsolve.errors import ValidationError
 from pmsolve.formats import load_mapping, parse_json_text, read_text_file
 from pmsolve.harness.cpu import microarchitecture_named_in
+from pmsolve.infer.explain.units import ports_of
 from pmsolve.predictors.osaca import available_models, model_for
 from pmsolve.predictors.osaca_export import check_osaca_model, export_osaca, write_osaca_model
 
@@ -66,7 +67,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if r_max is not None and not (isinstance(r_max, (int, float)) and r_max > 0):
         raise ValidationError(f"{args.mapping}: the explanation's r_max {r_max!r} is not a positive number; "
                               "give --r-max")
-    units = [u.get("port") for u in ex.get("units", []) if isinstance(u, dict)]
+    units = [p for u in ex.get("units", []) if isinstance(u, dict) and u.get("port") for p in ports_of(u)]
     latency_from = _latency_model(args.latency_from, ex, progress)
     progress(f"exporting {len(mapping.uops)} schemes"
              + (f", latencies from OSACA {latency_from}" if latency_from else ", without latencies"))

@@ -47,6 +47,7 @@ from pmsolve.harness.references import MachineState, machine_state
 from pmsolve.harness.store import machine_fingerprint
 from pmsolve.infer.explain import ExplainOptions, ExplainResult, infer as explain_infer
 from pmsolve.infer.explain.structure import slow_summary
+from pmsolve.infer.explain.units import ports_of
 from pmsolve.infer.pmevo import PmevoOptions, infer as pmevo_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
@@ -210,7 +211,8 @@ class HostReport:
         return {"format": "pmsolve.host-report", "version": 1, "machine": self.machine,
                 "cpu": self.cpu.to_json() if self.cpu else None, "profile": self.config.profile,
                 "method": self.config.method, "r_max": self.r_max,
-                "ports": len(self.mapping.ports) - len(units) if self.mapping else None, "units": units,
+                "ports": len(self.mapping.ports) - sum(len(ports_of(u)) for u in units) if self.mapping else None,
+                "units": units,
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
                 "schemes": schemes, "misfits": misfits, "singles": self.singles,
@@ -444,7 +446,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             f"pmsolve ({config.method})": _covered(model, held, r_max)}
         models = comparison_models(config, cpu)
         if scored:
-            units = [u["port"] for u in result.summary.get("units", [])] if result is not None else []
+            units = [p for u in result.summary.get("units", []) for p in ports_of(u)] if result is not None else []
             own = {"mapping": mapping, "path": work / "osaca-model.yml", "r_max": r_max, "units": units}
             preds.update(tool_predictions(catalogue, held, models, notes, own))
             t = _stage(seconds, "llvm-mca and OSACA", t)

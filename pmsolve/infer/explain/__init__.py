@@ -13,7 +13,7 @@ Modules: :mod:`.pipeline` (the stages in order, :func:`infer`), :mod:`.options`,
 :mod:`.stages` (singletons, candidates, equivalence, peak IPC), :mod:`.structure` (the port
 structure of the blocking instructions without a counter), :mod:`.blocking` (CEGIS on the
 blocking instructions, the blocking suite), :mod:`.characterise` (the non-evading-µop formula),
-:mod:`.units` (extra one-port resources), :mod:`.certify` (misfits no port mapping fits),
+:mod:`.units` (extra resources: dividers), :mod:`.certify` (misfits no port mapping fits),
 :mod:`.vote`, :mod:`.witnesses`, :mod:`.hooks` (µop-count adjustments such as Postulate 6.5),
 :mod:`.checkpoint`, :mod:`.compare` (agreement with a ground truth up to port renaming). The
 command is `pmsolve infer explain` (:mod:`pmsolve.cli.infer`).

@@ -42,7 +42,7 @@ from pmsolve.infer.explain.complete import complete, kind_summary
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure, slow_summary
-from pmsolve.infer.explain.units import place as place_units
+from pmsolve.infer.explain.units import place as place_units, ports_of
 from pmsolve.infer.explain.vote import vote
 from pmsolve.infer.explain.witnesses import CATEGORIES, Explanation, Misfit, Witness, uop_key
 from pmsolve.infer.progress import Progress, emitter
@@ -255,7 +255,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         current[0] = "certify"
         explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
-    mapping = _final_mapping(bmap, explanations, [u["port"] for u in units])
+    mapping = _final_mapping(bmap, explanations, [p for u in units for p in ports_of(u)])
     ambiguous = sorted(i for i, x in explanations.items() if x.misfit is None and x.alternatives)
     if ambiguous:
         warnings.append(f"{len(ambiguous)} mapped scheme(s) have other placements of their µops that fit every "

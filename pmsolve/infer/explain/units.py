@@ -1,11 +1,15 @@
-"""Units: a bottleneck other than the ports, as extra one-port resources (past the paper's model).
+"""Units: a bottleneck other than the ports, as extra resources (past the paper's model).
 
 A scheme that alone runs a whole number of cycles n ≥ 1 where its µops on the ports allow less
 (Zen 4's ``vdivpd xmm``: 5 cycles where two pipes allow 1; its read-modify-write forms such as
 ``add m32, r32``: 1 cycle where the ports allow 0.5) holds an unpipelined unit for n cycles.
 Modelled as n µops on an extra port that only such schemes use, the result stays a port mapping:
 every throughput routine predicts mixes with it unchanged. A unit's "µops" are cycles of the
-unit, not decoded µops. A unit shows only where it outlasts the scheme's ports alone.
+unit, not decoded µops. A unit shows only where it outlasts the scheme's ports alone. Where a
+slow scheme takes a whole number of *half* cycles (Zen 3's divider: ``vdivps ymm`` 3.5,
+``vdivpd ymm`` 4.5, both on one divider: 8.0 together), every unit is two ports (``U1a``,
+``U1b``) and a scheme holding it for n cycles puts 2n µops on both: still a port mapping, at
+half-cycle resolution.
 
 Which schemes share a unit is measured, not assumed: a scheme beside the first member of a unit
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
@@ -16,13 +20,15 @@ its characterisation, one copy of each blocking instruction beside it, and three
 copy each of random blocking instructions, which the model knows exactly. A bottleneck shared
 with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a
 unit of its own gives 1 (mixes with other mapped schemes would charge it with their errors too).
-A scheme whose time is not a whole number of cycles, or whose pairs or checks miss, stays a misfit.
+A scheme whose time is not a whole number of half cycles, or whose pairs or checks miss, stays a
+misfit.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
@@ -46,10 +52,23 @@ class Slow:
     uops: tuple[tuple[tuple[str, ...], int], ...]
     tp: float
 
-    def cycles(self, o: ExplainOptions) -> int | None:
-        """The whole number of unit cycles its time shows, None when it is not whole."""
-        n = round(self.tp)
-        return n if n >= 1 and not off(Experiment({self.name: 1}), self.tp, n, o) else None
+    def cycles(self, o: ExplainOptions) -> Fraction | None:
+        """The whole, else half, number of unit cycles its time shows; None when neither."""
+        e = Experiment({self.name: 1})
+        for n in (Fraction(round(self.tp)), Fraction(round(2 * self.tp), 2)):
+            if n >= 1 and not off(e, self.tp, float(n), o):
+                return n
+        return None
+
+
+def unit_ports(name: str, width: int) -> tuple[str, ...]:
+    """The ports of a unit: itself, or at half-cycle resolution two (``U1a``, ``U1b``)."""
+    return (name,) if width == 1 else (f"{name}a", f"{name}b")
+
+
+def ports_of(unit: dict[str, Any]) -> list[str]:
+    """A unit's ports as a result lists it (files written before half cycles have ``port`` only)."""
+    return list(unit.get("ports") or [unit["port"]])
 
 
 def slow_schemes(explanations: dict[str, Explanation]) -> list[Slow]:
@@ -58,8 +77,9 @@ def slow_schemes(explanations: dict[str, Explanation]) -> list[Slow]:
             if x.misfit is not None and x.misfit.uops and x.misfit.experiments]
 
 
-def _uops(s: Slow, port: str, n: int) -> list[tuple[frozenset[str], int]]:
-    return [(frozenset(ps), k) for ps, k in s.uops] + [(frozenset({port}), n)]
+def _uops(s: Slow, ports: tuple[str, ...], n: Fraction) -> list[tuple[frozenset[str], int]]:
+    """Its µops on ports and ``n`` cycles on a unit of these ports (``len(ports)`` µops a cycle)."""
+    return [(frozenset(ps), k) for ps, k in s.uops] + [(frozenset(ports), int(n * len(ports)))]
 
 
 def off(e: Experiment, t: float, m: float, o: ExplainOptions) -> bool:
@@ -75,10 +95,11 @@ def verdict(e: Experiment, t: float, shared: float, apart: float, o: ExplainOpti
     return "shared" if not off(e, t, shared, o) else "separate" if not off(e, t, apart, o) else "neither"
 
 
-def _pair(a: Slow, na: int, b: Slow, nb: int, same: bool, ports: tuple[str, ...]) -> PortMapping:
+def _pair(a: Slow, na: Fraction, b: Slow, nb: Fraction, same: bool, ports: tuple[str, ...], width: int) -> PortMapping:
     """The two schemes alone, on one unit (``same``) or on one each."""
-    ua, ub = "unit a", "unit a" if same else "unit b"
-    return PortMapping(ports + tuple(dict.fromkeys((ua, ub))), {a.name: _uops(a, ua, na), b.name: _uops(b, ub, nb)})
+    ua = unit_ports("unit a", width)
+    ub = ua if same else unit_ports("unit b", width)
+    return PortMapping(ports + tuple(dict.fromkeys(ua + ub)), {a.name: _uops(a, ua, na), b.name: _uops(b, ub, nb)})
 
 
 def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMapping, r_max: float | None,
@@ -93,6 +114,7 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
     slow = {s.name: s for s in slow_schemes(explanations)}
     cycles = {i: s.cycles(o) for i, s in slow.items()}
     pending = sorted((i for i in slow if cycles[i]), key=lambda i: (cycles[i], simplicity(i)))
+    width = 2 if any(cycles[i].denominator == 2 for i in pending) else 1
     out: dict[str, Explanation] = {}
     units: list[dict[str, Any]] = []
     of: dict[str, str] = {}                          # scheme -> its unit's port
@@ -100,11 +122,11 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
     while pending:
         first = pending.pop(0)
         port = f"{PREFIX}{len(units) + 1}"
-        units.append({"port": port, "first": first, "members": [first]})
+        units.append({"port": port, "ports": list(unit_ports(port, width)), "first": first, "members": [first]})
         of[first] = port
         exps = [Experiment({i: 1, first: 1}) for i in pending]
         measured = oracle.measure(exps) if exps else []
-        hyp = [(_pair(slow[i], cycles[i], slow[first], cycles[first], same, tuple(blocking.ports)), e)
+        hyp = [(_pair(slow[i], cycles[i], slow[first], cycles[first], same, tuple(blocking.ports), width), e)
                for i, e in zip(pending, exps) for same in (True, False)]
         both = [float(m) for m in batch_inverse_throughput(hyp, r_max)] if hyp else []   # shared, apart per pair
         keep = []
@@ -126,7 +148,7 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
     return [u for u in units if u["members"]], out
 
 
-def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cycles: dict[str, int | None],
+def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cycles: dict[str, Fraction | None],
              of: dict[str, str], pairs: dict[str, list[Witness]], explanations: dict[str, Explanation],
              blocking: PortMapping, r_max: float | None, o: ExplainOptions) -> dict[str, Explanation]:
     """Every placement against experiments not used to make it (module doc), in one batch. Each
@@ -134,8 +156,9 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     may be wrong) does not take down the members whose pairs with it showed the unit."""
     mapped = {i: [(frozenset(ps), n) for ps, n in x.uops] for i, x in explanations.items()
               if x.misfit is None and x.uops}         # derived blocking instructions occur in witnesses
-    full = PortMapping(tuple(blocking.ports) + tuple(u["port"] for u in units),
-                       {**blocking.uops, **mapped, **{i: _uops(slow[i], of[i], cycles[i]) for i in of}})
+    on = {u["port"]: tuple(u["ports"]) for u in units}          # unit -> its ports
+    full = PortMapping(tuple(blocking.ports) + tuple(p for u in units for p in u["ports"]),
+                       {**blocking.uops, **mapped, **{i: _uops(slow[i], on[of[i]], cycles[i]) for i in of}})
     checks: dict[str, list[Experiment]] = {}
     blockers = sorted(blocking.uops)
     for u in units:
@@ -158,7 +181,7 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
         if miss[i]:
-            out[i] = _misfit(x, f"{n} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
+            out[i] = _misfit(x, f"{float(n):g} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
                              f"{len(miss[i])} experiment(s) not used to derive them (" + "; ".join(
                                  f"{e} = {t:.4g} where the unit gives {mod[e]:.4g}"
                                  for e, t in miss[i][:2]) + ")", tuple(miss[i]))
@@ -168,9 +191,9 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
         others = tuple(replace(w, modelled=mod[w.experiment], modelled_baseline=mod.get(w.baseline))
                        for w in x.others)
         witnesses = {uop_key(q): (sw,) + tuple(w for w in others if set(q) <= set(w.ports)) for q, _ in slow[i].uops}
-        witnesses[uop_key((port,))] = on_unit
-        out[i] = Explanation(tuple(slow[i].uops) + (((port,), n),), witnesses, others, None, x.counted, "unit",
-                             x.confidence)
+        witnesses[uop_key(on[port])] = on_unit
+        out[i] = Explanation(tuple(slow[i].uops) + ((on[port], int(n * len(on[port]))),), witnesses, others, None,
+                             x.counted, "unit", x.confidence)
     return out
 
 
