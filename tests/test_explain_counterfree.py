@@ -1044,13 +1044,13 @@ class _WaitsForLoads(SimulatedOracle):
 def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(seed, tmp_path, capsys):
     """``rmw`` beside one load takes 2 cycles, where it takes 1 alone and the load 0.5: slower
     than the sum of its parts, which no port mapping allows, so its misfit carries that
-    certificate (measured twice). ``slow`` (3.5 cycles on two ports of its own) fits some port
-    mapping, just not this one with whole-cycle units, and gets none."""
+    certificate (measured twice). ``slow`` (3.25 cycles on four ports of its own) fits some port
+    mapping, just not this one with units of whole or half cycles, and gets none."""
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
-    machine = PortMapping([str(p) for p in range(8)] + ["X", "Y"], {
+    machine = PortMapping([str(p) for p in range(8)] + ["W", "X", "Y", "Z"], {
         "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
         "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
-        "rmw": [(s(4, 5), 1), (s(6, 7), 1)], "slow": [(s(0, 1), 1), (s("X", "Y"), 7)]})
+        "rmw": [(s(4, 5), 1), (s(6, 7), 1)], "slow": [(s(0, 1), 1), (s("W", "X", "Y", "Z"), 13)]})
     res = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=seed),
                 ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw", "slow")))
     assert set(res.misfits) == {"rmw", "slow"} and res.summary["certified"] == ["rmw"]
