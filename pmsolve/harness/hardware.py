@@ -336,8 +336,10 @@ class HardwareOracle:
         """Each reference kernel's cycles per instruction when undisturbed: the densest cluster of
         ``BASELINE_SAMPLES`` samples (:func:`settled_baseline`), sampled again up to
         ``BASELINE_TRIES`` times until it is settled. Taken again after ``STALE_AFTER`` experiments
-        in a row stayed noisy through every attempt, in case it was taken during a burst; a retake
-        that is not settled (a burst goes on) leaves the baseline as it was."""
+        in a row stayed noisy through every attempt, in case it was taken during a burst (first
+        waiting for the published speeds, :meth:`_await_quiet`); a retake that is not settled (a
+        burst goes on) leaves the baseline as it was. Never far slower than the published speeds
+        (:func:`floored`)."""
         if self.baseline is None or self._noisy_in_a_row >= STALE_AFTER:
             w = self._ensure_worker(code, symbols)
             if self.baseline is not None:
