@@ -461,7 +461,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     finally:
         hw.close()
     if hw.waited >= 1:
-        notes.append(f"waited {hw.waited:.0f} s of --wait-quiet's {hw.patience:.0f} s mid-run for the reference "
+        notes.append(f"waited {hw.waited:.0f} s of the {hw.patience:.0f} s allowed mid-run for the reference "
                      "kernels to come back to this CPU's published speeds")
     seconds["total"] = round(time.monotonic() - t0, 1)
     notes.insert(0, f"{oracle.measured} experiments measured now, {oracle.reused} answered from the store "
