@@ -346,8 +346,7 @@ class HardwareOracle:
                 self._await_quiet(w)
             tol = self.settings.noise_tolerance / 2
             for _ in range(BASELINE_TRIES if self.baseline is None else 1):
-                tries = [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
-                         for _ in range(BASELINE_SAMPLES)]
+                tries = self._reference_samples(w)
                 settled = settled_baseline(tries, tol)
                 if settled is not None:
                     self.baseline = settled
@@ -357,6 +356,11 @@ class HardwareOracle:
             self.baseline = floored(self.baseline, self.floor)
             self._noisy_in_a_row = 0
         return self.baseline
+
+    def _reference_samples(self, w: WorkerProcess) -> list[dict[str, float]]:
+        """``BASELINE_SAMPLES`` samples of the reference kernels, nothing else measured."""
+        return [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
+                for _ in range(BASELINE_SAMPLES)]
 
     def _await_quiet(self, w: WorkerProcess) -> None:
         """After ``STALE_AFTER`` experiments in a row stayed noisy: where this CPU has published
@@ -369,8 +373,7 @@ class HardwareOracle:
             return
         t0 = time.monotonic()
         while True:
-            tries = [w.call(self._request([], rounds=0), self.call_timeout)["reference"][0]
-                     for _ in range(BASELINE_SAMPLES)]
+            tries = self._reference_samples(w)
             if all(statistics.median(t[n] for t in tries) <= v * (1 + FLOOR_MARGIN) for n, v in self.floor.items()):
                 break
             if self.waited + time.monotonic() - t0 + self.poll > self.patience:

@@ -77,9 +77,14 @@ def slow_schemes(explanations: dict[str, Explanation]) -> list[Slow]:
             if x.misfit is not None and x.misfit.uops and x.misfit.experiments]
 
 
+def _on_unit(ports: tuple[str, ...], n: Fraction) -> int:
+    """µops on a unit of these ports for ``n`` cycles of it (``len(ports)`` µops a cycle)."""
+    return int(n * len(ports))
+
+
 def _uops(s: Slow, ports: tuple[str, ...], n: Fraction) -> list[tuple[frozenset[str], int]]:
-    """Its µops on ports and ``n`` cycles on a unit of these ports (``len(ports)`` µops a cycle)."""
-    return [(frozenset(ps), k) for ps, k in s.uops] + [(frozenset(ports), int(n * len(ports)))]
+    """Its µops on ports and ``n`` cycles on a unit of these ports."""
+    return [(frozenset(ps), k) for ps, k in s.uops] + [(frozenset(ports), _on_unit(ports, n))]
 
 
 def off(e: Experiment, t: float, m: float, o: ExplainOptions) -> bool:
@@ -192,7 +197,7 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
                        for w in x.others)
         witnesses = {uop_key(q): (sw,) + tuple(w for w in others if set(q) <= set(w.ports)) for q, _ in slow[i].uops}
         witnesses[uop_key(on[port])] = on_unit
-        out[i] = Explanation(tuple(slow[i].uops) + ((on[port], int(n * len(on[port]))),), witnesses, others, None,
+        out[i] = Explanation(tuple(slow[i].uops) + ((on[port], _on_unit(on[port], n)),), witnesses, others, None,
                              x.counted, "unit", x.confidence)
     return out
 
