@@ -8,11 +8,11 @@ mapping plus, per scheme, a :class:`SchemeModel` with its *kind* and a *confiden
 * ``unit`` — µops on ports and cycles on a unit, an extra resource (one port, or two at
   half-cycle resolution) that schemes slower alone than their ports by whole or half cycles
   share (a divider): still a port mapping;
-* ``ports + cost`` — the µops found on ports, and the scheme's measured time alone as a
-  resource of its own (slower alone than its ports allow and no shared unit found: microcode,
+* ``ports + cost`` — the µops found on ports, and the scheme's cost (its measured time alone,
+  or less where experiments with it run faster) as a resource of its own (slower alone than its ports allow and no shared unit found: microcode,
   an unpipelined unit, a chain through its copies);
-* ``cost`` — no µops that reproduce its experiments: its measured time alone as a resource of
-  its own, the last resort (a bound: the scheme takes at least that long in any mix).
+* ``cost`` — no µops that reproduce its experiments: its cost as a resource of its own, the
+  last resort (a bound: the scheme takes at least that long in any mix).
 
 A resource of one scheme's own serves that scheme alone for ``cost`` cycles per copy, so it adds
 the constraint tp⁻¹ ≥ n·cost to the port bound (Thm 5.2) and the front-end limit:
@@ -45,8 +45,8 @@ from pmsolve.throughput import evaluate_many
 KINDS = {
     "mapped": "µops on ports, each witnessed by experiments",
     "unit": "µops on ports and cycles of a unit (an extra resource shared by slow schemes)",
-    "ports + cost": "the µops found on ports, and its measured time alone on a resource of its own",
-    "cost": "its measured time alone on a resource of its own (a bound: no µops reproduce its experiments)",
+    "ports + cost": "the µops found on ports, and its cost (its time alone, or less where mixes run faster) on a resource of its own",
+    "cost": "its cost on a resource of its own (a bound: no µops reproduce its experiments)",
 }
 #: kinds whose prediction is a port mapping and nothing else
 PORT_KINDS = ("mapped", "unit")

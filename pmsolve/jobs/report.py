@@ -150,8 +150,8 @@ def _ports_picture(schemes: list[dict[str, Any]], ports: list[str]) -> list[str]
 
 
 KIND_TEXT = {"mapped": "µops on ports, each witnessed", "unit": "µops on ports and cycles of a unit",
-             "ports + cost": "the µops found on ports and its time alone on a resource of its own",
-             "cost": "its time alone on a resource of its own (a bound)"}
+             "ports + cost": "the µops found on ports and its cost on a resource of its own",
+             "cost": "its cost on a resource of its own (a bound)"}
 
 
 def _predictions(pr: dict[str, Any] | None) -> list[str]:
@@ -160,8 +160,8 @@ def _predictions(pr: dict[str, Any] | None) -> list[str]:
         return []
     out = ["<h2>Predictions</h2>",
            f"<p>{_e(pr['predicted'])} of {_e(pr['schemes'])} schemes ({_num(100 * pr['share'], 1)} %) get a "
-           "prediction. A resource of a scheme's own adds n × its time alone to the bound of a mix (as a port "
-           "only it used would); the confidence of a modelled scheme is the share of its measured experiments "
+           "prediction. A resource of a scheme's own adds n × its cost to the bound of a mix (as a port only it "
+           "used would); the cost is its time alone, or less where experiments with it ran faster; the confidence of a modelled scheme is the share of its measured experiments "
            "predicted within 5 %.</p>", "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
     for kind, n in pr["kinds"].items():
         out.append(f"<tr class='kind'><td>{_e(kind)}</td><td class='num'>{_e(n)}</td><td>{_e(KIND_TEXT.get(kind, ''))}</td></tr>")

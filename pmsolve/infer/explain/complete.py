@@ -7,8 +7,15 @@ schemes the mapping predicts (the singleton included; the characterisation measu
 per scheme):
 
 * ``ports + cost`` — the µops the characterisation found on the blocked ports (whatever
-  rejected them) and its measured time alone on a resource of its own;
-* ``cost`` — its measured time alone on a resource of its own and nothing else.
+  rejected them) and its cost on a resource of its own;
+* ``cost`` — its cost on a resource of its own and nothing else.
+
+The cost is its measured time alone, unless experiments with it ran faster per copy. A resource
+of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is the largest bound that
+the measurements allow: lowered to the per-copy time of the second-fastest experiment that
+undercuts its time alone by more than 5 % (two, so one too-fast sample does not decide). Zen 3's
+``vdivps``: 3.5 cycles alone and beside one other instruction, 2.5-3.0 in mixes of three or more,
+which is what code looks like.
 
 The candidate that predicts more of those experiments within 5 % is taken (ties: the smaller
 mean error); its share within 5 % is its confidence, and both counts are kept as evidence. A
@@ -29,6 +36,8 @@ from pmsolve.modelled import ModelledMapping, SchemeModel, with_models
 
 #: a prediction within this relative error counts as reproducing an experiment
 WITHIN = 0.05
+#: a cost is lowered only where this many experiments undercut it by more than WITHIN
+UNDERCUT = 2
 
 
 def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation], single: Mapping[str, Any],
@@ -52,7 +61,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         if t is None or not (t == t and t > 0):
             none[i] = x.misfit.reason if x.misfit is not None else "no µops and no measurement alone"
             continue
-        cost = Fraction(t).limit_denominator(1000)
+        cost = bound(i, t, with_i.get(i, []))
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = [(frozenset(ps), n) for ps, n in found if set(ps) <= ports]
@@ -70,6 +79,13 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
         models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us))
     return with_models(mapping, models), none
+
+
+def bound(i: str, alone: float, measured: list[tuple[Experiment, float]]) -> Fraction:
+    """Scheme ``i``'s cost: its time ``alone``, or the per-copy time of the UNDERCUT-th fastest of
+    the ``measured`` experiments with it that run faster than that by more than WITHIN."""
+    under = sorted(t / e[i] for e, t in measured if t / e[i] < alone * (1 - WITHIN))
+    return Fraction(under[UNDERCUT - 1] if len(under) >= UNDERCUT else alone).limit_denominator(1000)
 
 
 def kind_summary(model: ModelledMapping, none: Mapping[str, str]) -> dict[str, Any]:
