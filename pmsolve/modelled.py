@@ -63,6 +63,7 @@ class SchemeModel:
     why: str = ""
     evidence: tuple[int, int] | None = None
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()    # of a "ports + cost" scheme
+    alone: Fraction | None = None     # cycles per copy with nothing beside it, where not ``cost``
 
     def __post_init__(self) -> None:
         if bool(self.uops) != (self.kind == "ports + cost"):
@@ -74,6 +75,9 @@ class SchemeModel:
             raise FormatError(f"a {self.kind!r} scheme model {'has no' if self.cost is None else 'takes no'} cost")
         if self.cost is not None and not self.cost > 0:
             raise FormatError(f"a scheme model's cost must be positive, got {self.cost}")
+        if self.alone is not None and (self.cost is None or not self.alone > 0):
+            raise FormatError(f"a {self.kind!r} scheme model takes no time alone" if self.cost is None
+                              else f"a scheme model's time alone must be positive, got {self.alone}")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -81,6 +85,8 @@ class SchemeModel:
             out["confidence"] = round(self.confidence, 3)
         if self.cost is not None:
             out["cost"] = float(self.cost)
+        if self.alone is not None:
+            out["alone"] = float(self.alone)
         if self.why:
             out["why"] = self.why
         if self.evidence is not None:
@@ -93,9 +99,10 @@ class SchemeModel:
     def from_json(cls, d: Any, name: str) -> "SchemeModel":
         if not isinstance(d, dict) or not isinstance(d.get("kind"), str):
             raise FormatError(f"models: {name!r} needs an object with a 'kind'")
-        cost = d.get("cost")
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
-            raise FormatError(f"models: {name!r}: cost must be a number of cycles, got {cost!r}")
+        cost, alone = d.get("cost"), d.get("alone")
+        for what, x in (("cost", cost), ("alone", alone)):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
+                raise FormatError(f"models: {name!r}: {what} must be a number of cycles, got {x!r}")
         conf = d.get("confidence")
         if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1):
             raise FormatError(f"models: {name!r}: confidence must be a number in [0, 1], got {conf!r}")
@@ -106,7 +113,8 @@ class SchemeModel:
         except (TypeError, KeyError, ValueError):
             raise FormatError(f"models: {name!r}: uops must be a list of {{'ports': [...], 'count': n}}") from None
         return cls(d["kind"], conf, None if cost is None else Fraction(cost).limit_denominator(10_000),
-                   str(d.get("why", "")), evidence, uops)
+                   str(d.get("why", "")), evidence, uops,
+                   None if alone is None else Fraction(alone).limit_denominator(10_000))
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ class Limit:
         if self.frontend_bound:
             return "front end (R_max)"
         if self.cost_of is not None:
-            return f"{self.cost_of} alone (modelled cost)"
+            return f"{self.cost_of}'s own resource (modelled cost)"
         return "{" + ",".join(sort_ports(self.ports)) + "}"
 
 
@@ -176,7 +184,10 @@ class ModelledMapping:
         return Experiment(counts) if counts else None
 
     def _costs(self, e: Experiment) -> list[tuple[Fraction, str]]:
-        return [(n * self.schemes[i].cost, i) for i, n in e.items() if self.schemes[i].cost is not None]
+        """n·cost of each modelled scheme in ``e``; n·alone for one with nothing beside it."""
+        by_itself = len(e.counts) == 1
+        return [(n * (m.alone if by_itself and m.alone is not None else m.cost), i)
+                for i, n in e.items() if (m := self.schemes[i]).cost is not None]
 
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
         """Exact tp⁻¹ (see the module docstring)."""

@@ -86,6 +86,8 @@ def test_the_file_form_round_trips_and_keeps_modelled_uops_out_of_the_mapping(tm
     ({"div": {"kind": "cost"}}, "has no cost"),
     ({"div": {"kind": "cost", "cost": -1}}, "must be positive"),
     ({"div": {"kind": "cost", "cost": "slow"}}, "cost must be a number"),
+    ({"div": {"kind": "cost", "cost": 1, "alone": "slow"}}, "alone must be a number"),
+    ({"add": {"kind": "mapped", "alone": 1}}, "takes no time alone"),
     ({"div": {"kind": "cost", "cost": 1, "confidence": 2}}, "confidence must be"),
     ({"div": {"kind": "ports + cost", "cost": 1}}, "needs µops"),
     ({"add": {"kind": "cost", "cost": 1}}, "maps it"),
@@ -150,6 +152,10 @@ def test_a_cost_is_the_largest_bound_the_experiments_with_it_allow():
     oracle = _FasterInCompany(truth, r_max=4)
     res = infer(oracle, ExplainOptions())
     div = res.model.schemes["div"]
-    assert div.kind in ("cost", "ports + cost") and div.cost == Fraction(15, 4)
-    mixes = [Experiment({"div": 1, "a": 1, "b": 2}), Experiment({"div": 2, "x": 1, "c": 1})]
+    assert div.kind in ("cost", "ports + cost") and div.cost == Fraction(15, 4) and div.alone == Fraction(17, 4)
+    mixes = [Experiment({"div": 1, "a": 1, "b": 2}), Experiment({"div": 2, "x": 1, "c": 1}),
+             Experiment({"div": 1}), Experiment({"div": 2})]
     assert list(res.model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+    assert [res.model.inverse_throughput(e, 4) for e in mixes] == pytest.approx(oracle.measure(mixes))
+    again = ModelledMapping.from_json(json.loads(json.dumps(res.model.to_json())))
+    assert again.schemes["div"] == div

@@ -88,7 +88,9 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
     print(f"{name}  ({x.source}{counted})")
     model = ex.get("models", {}).get(name)
     if model:
-        cost = f", {model['cost']:.4g} cycles alone on a resource of its own" if model.get("cost") else ""
+        cost = (f", {model['cost']:.4g} cycles per copy on a resource of its own"
+                + (f" ({model['alone']:.4g} with nothing beside it)" if model.get("alone") else "")
+                if model.get("cost") else "")
         conf = f", confidence {model['confidence']:.2f}" if model.get("confidence") is not None else ""
         ev = (f" ({model['evidence'][0]} of {model['evidence'][1]} measured experiments within 5 %)"
               if model.get("evidence") else "")

@@ -11,7 +11,7 @@ scripts, every text escaped:
 * one row per scheme: measured tp⁻¹, port usage, µop count, confidence, and its witnesses
   (expandable);
 * what every scheme is predicted with (:mod:`pmsolve.modelled`): mapped, a unit, its µops and
-  its cost alone, or its cost alone, with counts and the schemes left without a prediction;
+  a cost, or a cost alone, with counts and the schemes left without a prediction;
 * the misfits by category, each with its experiments and the model that predicts it, and the
   experiments set aside as slow schedules (slower than the port bound of the mapping that
   explains everything else).
@@ -161,8 +161,8 @@ def _predictions(pr: dict[str, Any] | None) -> list[str]:
     out = ["<h2>Predictions</h2>",
            f"<p>{_e(pr['predicted'])} of {_e(pr['schemes'])} schemes ({_num(100 * pr['share'], 1)} %) get a "
            "prediction. A resource of a scheme's own adds n × its cost to the bound of a mix (as a port only it "
-           "used would); the cost is its time alone, or less where experiments with it ran faster; the confidence of a modelled scheme is the share of its measured experiments "
-           "predicted within 5 %.</p>", "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
+           "used would); the cost is its time alone, or less where experiments with it ran faster. The "
+           "confidence of a modelled scheme is the share of its measured experiments predicted within 5 %.</p>", "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
     for kind, n in pr["kinds"].items():
         out.append(f"<tr class='kind'><td>{_e(kind)}</td><td class='num'>{_e(n)}</td><td>{_e(KIND_TEXT.get(kind, ''))}</td></tr>")
     out.append("</table>")
@@ -176,7 +176,8 @@ def _predictions(pr: dict[str, Any] | None) -> list[str]:
 def _prediction(p: dict[str, Any] | None) -> str:
     if not p:
         return "<br><b>no prediction</b>"
-    cost = f", {_num(p.get('cost'))} cycles alone" if p.get("cost") is not None else ""
+    cost = (f", {_num(p.get('cost'))} cycles per copy" + (f" ({_num(p['alone'])} alone)" if p.get("alone") else "")
+            if p.get("cost") is not None else "")
     uops = f" with µops {_e(_uops(p['uops']))}" if p.get("uops") else ""
     ev = (f" ({_e(p['evidence'][0])} of {_e(p['evidence'][1])} measured experiments within 5 %)"
           if p.get("evidence") else "")

@@ -15,7 +15,7 @@ of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is t
 the measurements allow: lowered to the per-copy time of the second-fastest experiment that
 undercuts its time alone by more than 5 % (two, so one too-fast sample does not decide). Zen 3's
 ``vdivps``: 3.5 cycles alone and beside one other instruction, 2.5-3.0 in mixes of three or more,
-which is what code looks like.
+which is what code looks like. Its time alone stays what it measured with nothing beside it.
 
 The candidate that predicts more of those experiments within 5 % is taken (ties: the smaller
 mean error); its share within 5 % is its confidence, and both counts are kept as evidence. A
@@ -62,6 +62,8 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
             none[i] = x.misfit.reason if x.misfit is not None else "no µops and no measurement alone"
             continue
         cost = bound(i, t, with_i.get(i, []))
+        alone = Fraction(t).limit_denominator(1000)
+        alone = alone if alone != cost else None
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = [(frozenset(ps), n) for ps, n in found if set(ps) <= ports]
@@ -71,13 +73,13 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
         scored = []
         for kind, us in cands:
-            trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us))})
+            trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)})
             pred = trial.evaluate_many([e for e, _ in exps], r_max)
             err = np.abs(pred - np.array([v for _, v in exps])) / np.array([v for _, v in exps])
             scored.append((int(np.sum(err <= WITHIN)), -float(np.mean(err)), kind, us))
         hits, neg_err, kind, us = max(scored, key=lambda s: (s[0], s[1], s[2] == "ports + cost"))
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
-        models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us))
+        models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us), alone)
     return with_models(mapping, models), none
 
 
