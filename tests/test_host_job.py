@@ -158,7 +158,7 @@ def test_report_page_is_escaped_and_complete():
     assert "part <code>ld&lt;z&gt;</code> 1.000<br>part <code>ld</code> 0.500" in page
     # what each scheme is predicted with: the kinds, the misfit's model, those without a prediction
     assert dom.rows.get("kind") == 4 and "3 of 4 schemes (75.0 %)" in page
-    assert "predicted as <b class='prediction'>ports + cost</b> with µops 1×[0&lt;&gt;], 4.500 cycles alone" in page
+    assert "predicted as <b class='prediction'>ports + cost</b> with µops 1×[0&lt;&gt;], 4.500 cycles per copy" in page
     assert "9 of 10 measured experiments within 5 %" in page and "<code>bad&lt;x&gt;</code>: its kernel faults" in page
 
 
