@@ -20,7 +20,9 @@ the constraint tp⁻¹ ≥ n·cost to the port bound (Thm 5.2) and the front-end
     tp⁻¹(e) = max(port bound of the µops in e, |e| / R_max, max over such schemes i of n_i·cost_i)
 
 which is exactly the bottleneck formula with one extra private port per such scheme (kept out of
-the port bitmasks, which a thousand private ports would not fit). ``confidence`` is in [0, 1]:
+the port bitmasks, which a thousand private ports would not fit). One exception: an experiment
+of one such scheme and nothing else takes n·``alone``, its measured time alone (the cost is the
+bound mixes allow and may be lower; µops found on ports may say more). ``confidence`` is in [0, 1]:
 for mapped schemes the margin of the estimates that placed their µops, for the others the share
 of their measured experiments the model predicts within 5 %. The file form is a pmsolve mapping
 with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one is all ``mapped``.
@@ -63,7 +65,7 @@ class SchemeModel:
     why: str = ""
     evidence: tuple[int, int] | None = None
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()    # of a "ports + cost" scheme
-    alone: Fraction | None = None     # cycles per copy with nothing beside it, where not ``cost``
+    alone: Fraction | None = None     # measured cycles per copy with nothing beside it
 
     def __post_init__(self) -> None:
         if bool(self.uops) != (self.kind == "ports + cost"):
@@ -184,10 +186,15 @@ class ModelledMapping:
         return Experiment(counts) if counts else None
 
     def _costs(self, e: Experiment) -> list[tuple[Fraction, str]]:
-        """n·cost of each modelled scheme in ``e``; n·alone for one with nothing beside it."""
-        by_itself = len(e.counts) == 1
-        return [(n * (m.alone if by_itself and m.alone is not None else m.cost), i)
-                for i, n in e.items() if (m := self.schemes[i]).cost is not None]
+        return [(n * self.schemes[i].cost, i) for i, n in e.items() if self.schemes[i].cost is not None]
+
+    def _alone(self, e: Experiment) -> Limit | None:
+        """A modelled scheme with nothing beside it takes its measured time alone, per copy."""
+        if len(e.counts) == 1:
+            (i, n), = e.items()
+            if self.schemes[i].alone is not None:
+                return Limit(n * self.schemes[i].alone, cost_of=i)
+        return None
 
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
         """Exact tp⁻¹ (see the module docstring)."""
@@ -197,6 +204,8 @@ class ModelledMapping:
         """tp⁻¹ and what limits it: ports, the front end, or one scheme's own resource."""
         self._check(e)
         r = check_r_max(r_max)
+        if (alone := self._alone(e)) is not None:
+            return alone
         best = Limit(Fraction(0))
         part = self._port_part(e)
         if part is not None:
@@ -229,6 +238,9 @@ class ModelledMapping:
         if r_max is not None:
             r = float(check_r_max(r_max))
             out = np.maximum(out, np.array([e.size / r for e in exps]))
+        for j, e in enumerate(exps):
+            if (alone := self._alone(e)) is not None:
+                out[j] = float(alone.inverse_throughput)
         return out
 
     def to_json(self) -> dict[str, Any]:

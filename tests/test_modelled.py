@@ -159,3 +159,14 @@ def test_a_cost_is_the_largest_bound_the_experiments_with_it_allow():
     assert [res.model.inverse_throughput(e, 4) for e in mixes] == pytest.approx(oracle.measure(mixes))
     again = ModelledMapping.from_json(json.loads(json.dumps(res.model.to_json())))
     assert again.schemes["div"] == div
+
+
+def test_a_modelled_scheme_by_itself_takes_its_time_alone_on_both_routes():
+    # µops found on ports that its own singleton contradicts (Zen 3's shl m16, 1: 1.0 by the µops, 0.56 alone)
+    mapping = PortMapping(["0", "1"], {"a": [(frozenset({"0", "1"}), 1)]})
+    model = with_models(mapping, {"x": SchemeModel("ports + cost", 0.9, Fraction(1, 2), uops=((("0",), 1),),
+                                                   alone=Fraction(14, 25))})
+    exps = [Experiment({"x": 1}), Experiment({"x": 2}), Experiment({"x": 1, "a": 1})]
+    want = [Fraction(14, 25), Fraction(28, 25), Fraction(1)]
+    assert [model.inverse_throughput(e) for e in exps] == want
+    assert list(model.evaluate_many(exps)) == pytest.approx([float(w) for w in want])

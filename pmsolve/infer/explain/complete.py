@@ -15,7 +15,9 @@ of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is t
 the measurements allow: lowered to the per-copy time of the second-fastest experiment that
 undercuts its time alone by more than 5 % (two, so one too-fast sample does not decide). Zen 3's
 ``vdivps``: 3.5 cycles alone and beside one other instruction, 2.5-3.0 in mixes of three or more,
-which is what code looks like. Its time alone stays what it measured with nothing beside it.
+which is what code looks like. With nothing beside it, a modelled scheme takes its measured time
+alone (``alone``): its cost may be lower, and µops found on ports that its own singleton
+contradicts (Zen 3's ``shl m16, 1``: 0.56 cycles alone where they give 1.0) may be higher.
 
 The candidate that predicts more of those experiments within 5 % is taken (ties: the smaller
 mean error); its share within 5 % is its confidence, and both counts are kept as evidence. A
@@ -63,7 +65,6 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
             continue
         cost = bound(i, t, with_i.get(i, []))
         alone = Fraction(t).limit_denominator(1000)
-        alone = alone if alone != cost else None
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = [(frozenset(ps), n) for ps, n in found if set(ps) <= ports]
