@@ -170,3 +170,32 @@ def test_a_modelled_scheme_by_itself_takes_its_time_alone_on_both_routes():
     want = [Fraction(14, 25), Fraction(28, 25), Fraction(1)]
     assert [model.inverse_throughput(e) for e in exps] == want
     assert list(model.evaluate_many(exps)) == pytest.approx([float(w) for w in want])
+
+
+class _TwoDivisions(SimulatedOracle):
+    """Two divisions on one unpipelined divider: ``dp`` holds it 4.5 cycles, ``ds`` 3.5 by itself
+    or beside one other scheme but 3.0 in mixes of three or more (Zen 3's vdivpd and vdivps), so
+    ``ds`` shares the unit in its pair with ``dp`` and then misses its checks in mixes."""
+
+    def measure(self, experiments):
+        values = super().measure(experiments)
+        out = []
+        for e, t in zip(experiments, values):
+            d = dict(e.items())
+            divider = 4.5 * d.get("dp", 0) + (3.5 if len(d) <= 2 else 3.0) * d.get("ds", 0)
+            out.append(max(t, divider))
+        return out
+
+
+def test_a_division_that_misses_its_unit_checks_still_shares_the_divider_in_a_prediction():
+    ports = [str(p) for p in range(4)]
+    truth = PortMapping(ports, {"a": [(frozenset({"0", "1"}), 1)], "b": [(frozenset({"2", "3"}), 1)],
+                                "c": [(frozenset({"0"}), 1)], "x": [(frozenset({"0", "1"}), 1), (frozenset({"2", "3"}), 1)],
+                                "dp": [(frozenset({"2"}), 1)], "ds": [(frozenset({"3"}), 1)]})
+    oracle = _TwoDivisions(truth, r_max=4)
+    res = infer(oracle, ExplainOptions())
+    assert res.explanations["dp"].misfit is None and res.explanations["ds"].misfit is not None
+    assert res.explanations["ds"].misfit.unit
+    mixes = [Experiment({"ds": 1, "dp": 1, "a": 1}), Experiment({"ds": 2, "dp": 1, "b": 1, "c": 1}),
+             Experiment({"ds": 1, "a": 1, "b": 1})]
+    assert list(res.model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))

@@ -8,7 +8,10 @@ per scheme):
 
 * ``ports + cost`` — the µops the characterisation found on the blocked ports (whatever
   rejected them) and its cost on a resource of its own;
-* ``cost`` — its cost on a resource of its own and nothing else.
+* ``cost`` — its cost on a resource of its own and nothing else;
+* for a scheme that a pair showed on a unit (a divider) whose checks then missed, also
+  ``ports + cost`` with its cost on that unit as well (rounded down to whole unit µops), so that
+  two divisions in one mix add up.
 
 The cost is its measured time alone, unless experiments with it ran faster per copy. A resource
 of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is the largest bound that
@@ -72,6 +75,9 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         if not any(e == Experiment({i: 1}) for e, _ in exps):
             exps.append((Experiment({i: 1}), t))
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
+        unit = x.misfit.unit if x.misfit is not None else ()
+        if unit and set(unit) <= ports and (k := int(cost * len(unit))) > 0:   # as many whole unit µops as its cost
+            cands.insert(1, ("ports + cost", uops + [(frozenset(unit), k)]))
         scored = []
         for kind, us in cands:
             trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)})

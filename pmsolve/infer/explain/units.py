@@ -21,12 +21,15 @@ copy each of random blocking instructions, which the model knows exactly. A bott
 with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a
 unit of its own gives 1 (mixes with other mapped schemes would charge it with their errors too).
 A scheme whose time is not a whole number of half cycles, or whose pairs or checks miss, stays a
-misfit.
+misfit; one whose pair showed it on a unit keeps that unit (``Misfit.unit``), so that its
+prediction (:mod:`~pmsolve.infer.explain.complete`) adds up with the unit's members (Zen 3's
+``vdivps``: 3.5 cycles alone, 3.0 in mixes, 8.0 beside ``vdivpd``).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -183,13 +186,15 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     mod = dict(zip(known, (float(m) for m in batch_inverse_throughput([(full, e) for e in known], r_max))))
     miss = {i: _misses(checks[i], measured, explanations[i], mod, o) for i in of}
     out: dict[str, Explanation] = {}
+    shown = {p for p, k in Counter(of.values()).items() if k > 1}     # a pair showed the unit shared
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
-        if miss[i]:
+        if miss[i]:   # a unit that a pair showed it shares stays with it: a prediction may use it
             out[i] = _misfit(x, f"{float(n):g} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
                              f"{len(miss[i])} experiment(s) not used to derive them (" + "; ".join(
                                  f"{e} = {t:.4g} where the unit gives {mod[e]:.4g}"
-                                 for e, t in miss[i][:2]) + ")", tuple(miss[i]))
+                                 for e, t in miss[i][:2]) + ")", tuple(miss[i]),
+                             on[port] if port in shown else ())
             continue
         sw = Witness("singleton", Experiment({i: 1}), slow[i].tp, mod[Experiment({i: 1})])
         on_unit = (sw,) + tuple(pairs.get(i, ())) + tuple(Witness("check", e, measured[e], mod[e]) for e in checks[i])
@@ -214,6 +219,7 @@ def _misses(checks: list[Experiment], measured: dict[Experiment, float], x: Expl
     return bad
 
 
-def _misfit(x: Explanation, why: str, experiments: tuple) -> Explanation:
+def _misfit(x: Explanation, why: str, experiments: tuple, unit: tuple[str, ...] = ()) -> Explanation:
     m = x.misfit
-    return replace(x, misfit=replace(m, reason=f"{m.reason}; {why}", experiments=m.experiments + experiments))
+    return replace(x, misfit=replace(m, reason=f"{m.reason}; {why}", experiments=m.experiments + experiments,
+                                     unit=unit))

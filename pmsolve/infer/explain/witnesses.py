@@ -86,7 +86,8 @@ class Misfit:
     :mod:`~pmsolve.infer.explain.units` may complete with a unit. ``certificate``: an
     experiment, it doubled and its two parts, measured, that no port mapping fits
     (:mod:`~pmsolve.infer.explain.certify`). ``found``: the µops the characterisation found on
-    the blocked ports, whatever rejected them (a prediction for the misfit starts from them)."""
+    the blocked ports, whatever rejected them (a prediction for the misfit starts from them).
+    ``unit``: the ports of a unit its pairs showed it shares, where its own checks then missed."""
 
     category: str
     reason: str
@@ -94,6 +95,7 @@ class Misfit:
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()
     certificate: tuple[tuple[Experiment, float], ...] = ()
     found: tuple[tuple[tuple[str, ...], int], ...] = ()
+    unit: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -108,6 +110,8 @@ class Misfit:
             out["certificate"] = [{"experiment": exp_json(e), "measured": t} for e, t in self.certificate]
         if self.found:
             out["found"] = [{"ports": list(ps), "count": n} for ps, n in self.found]
+        if self.unit:
+            out["unit"] = list(self.unit)
         return out
 
     @classmethod
@@ -116,7 +120,8 @@ class Misfit:
                    tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("experiments", [])),
                    tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("uops", [])),
                    tuple((Experiment(x["experiment"]), x["measured"]) for x in d.get("certificate", [])),
-                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("found", [])))
+                   tuple((tuple(u["ports"]), int(u["count"])) for u in d.get("found", [])),
+                   tuple(d.get("unit", ())))
 
 
 @dataclass(frozen=True)
