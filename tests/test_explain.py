@@ -364,3 +364,10 @@ def test_killed_in_cegis_with_hidden_mappings_the_rerun_writes_the_uninterrupted
     capsys.readouterr()
     assert json.loads(whole.read_text())["explanation"]["blocking"]["equivalent_mappings"] >= 2   # hidden ones exist
     assert _result(out) == _result(whole)
+
+
+def test_the_characterisation_says_how_long_is_left_at_its_pace():
+    from pmsolve.infer.explain.characterise import pace
+    assert pace(720, 200, 1874) == " (12 min so far, about 1 h 40 min left at this pace)"
+    assert pace(30, 50, 145) == " (30 s so far, about 1 min left at this pace)"
+    assert pace(100, 145, 145) == " (2 min)" and pace(5, 0, 10) == ""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -206,13 +207,15 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
         oracle.measure(exps)  # one batch; the values are read back from the cache below
         return {i: _counted(oracle, i, plans[i], blocking, single[i], r_max, o) for i in part}
 
+    t0 = time.monotonic()
     for lo in range(0, len(insns), chunk):
         part = insns[lo:lo + chunk]
         out.update(measurable(part, with_counter if counted else
                               lambda p: _uncounted(oracle, p, blocking, suite, single, r_max, o, run)))
         if on_chunk:
             on_chunk()
-        progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised")
+        progress(f"  run {run + 1}: {min(lo + chunk, len(insns))}/{len(insns)} schemes characterised"
+                 + pace(time.monotonic() - t0, min(lo + chunk, len(insns)), len(insns)))
     derived, wrong = at_port_rate(oracle, derived_blockers(out, suite, o) if not counted else {}, suite, blocking,
                                   r_max, o, progress)
     for i, misfit in wrong.items():
@@ -235,6 +238,17 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
                 on_chunk()
             progress(f"  run {run + 1}: {min(lo + chunk, len(again))}/{len(again)} schemes characterised again")
     return out
+
+
+def pace(seconds: float, done: int, total: int) -> str:
+    """`` (12 min so far, about 1 h 40 min left at this pace)`` for a progress line; empty when
+    nothing is left."""
+    def span(s: float) -> str:
+        m = round(s / 60)
+        return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min" if m else f"{round(s)} s"
+    if done >= total or done <= 0:
+        return f" ({span(seconds)})" if done > 0 else ""
+    return f" ({span(seconds)} so far, about {span(seconds * (total - done) / done)} left at this pace)"
 
 
 def measurable(part: list[str], work: Callable[[list[str]], dict[str, Explanation]]) -> dict[str, Explanation]:
