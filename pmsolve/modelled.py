@@ -128,10 +128,13 @@ class Limit:
     ports: frozenset[str] = frozenset()
     frontend_bound: bool = False
     cost_of: str | None = None
+    alone: bool = False                    # the experiment is ``cost_of`` by itself: its time alone
 
     def describe(self) -> str:
         if self.frontend_bound:
             return "front end (R_max)"
+        if self.alone:
+            return f"{self.cost_of} by itself (its measured time alone)"
         if self.cost_of is not None:
             return f"{self.cost_of}'s own resource (modelled cost)"
         return "{" + ",".join(sort_ports(self.ports)) + "}"
@@ -193,7 +196,7 @@ class ModelledMapping:
         if len(e.counts) == 1:
             (i, n), = e.items()
             if self.schemes[i].alone is not None:
-                return Limit(n * self.schemes[i].alone, cost_of=i)
+                return Limit(n * self.schemes[i].alone, cost_of=i, alone=True)
         return None
 
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:

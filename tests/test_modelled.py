@@ -169,6 +169,7 @@ def test_a_modelled_scheme_by_itself_takes_its_time_alone_on_both_routes():
     exps = [Experiment({"x": 1}), Experiment({"x": 2}), Experiment({"x": 1, "a": 1})]
     want = [Fraction(14, 25), Fraction(28, 25), Fraction(1)]
     assert [model.inverse_throughput(e) for e in exps] == want
+    assert model.bottleneck(exps[0]).describe() == "x by itself (its measured time alone)"
     assert list(model.evaluate_many(exps)) == pytest.approx([float(w) for w in want])
 
 

@@ -93,7 +93,7 @@ def cmd_throughput(args: argparse.Namespace) -> int:
         rows = [{"experiment": dict(e.items()), "inverse_throughput": fraction_text(b.inverse_throughput),
                  "cycles": float(b.inverse_throughput), "cpi": float(b.inverse_throughput / e.size),
                  "bottleneck_ports": sort_ports(b.ports), "frontend_bound": b.frontend_bound,
-                 "cost_of": b.cost_of, "kinds": {i: kinds[i] for i in e},
+                 "cost_of": b.cost_of, "alone": b.alone, "kinds": {i: kinds[i] for i in e},
                  **({"checked_by_backend": backend} if backend and model.is_port_mapping_of(e) else {})}
                 for e, b in results]
         emit_json(rows)
