@@ -568,9 +568,10 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
     res, core, runs = _port_search(oracle, cid, comp, size, mult, extra, interacting, r_max, o, progress)
     aside: list[dict[str, Any]] = []
     if res is None and core is not None and o.slow_pairs:
-        res, aside, n = _without_slow_mixes(oracle, cid, comp, size, mult, extra, mixed, core, interacting,
-                                            r_max, o, progress)
+        res, aside, n, last = _without_slow_mixes(oracle, cid, comp, size, mult, extra, mixed, core, interacting,
+                                                  r_max, o, progress)
         runs += n
+        core = last or core
     if res is None:
         # blame order: a multiplicity is itself a hypothesis, then small classes, then memory forms
         blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
@@ -607,14 +608,16 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
 def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, int], mult: dict[str, int],
                         extra: list[Experiment], mixed: dict[Experiment, float], core: Any,
                         interacting: set[frozenset[str]], r_max: float | None, o: ExplainOptions,
-                        progress: Progress) -> tuple[Any, list[dict[str, Any]], int]:
+                        progress: Progress) -> tuple[Any, list[dict[str, Any]], int, Any]:
     """Step 5 for a component: the random mixes in the unsat core are left out and the ports
     searched again, core after core (at most half the mixes); the mapping found stands only if
     it reproduces each mix left out or predicts it faster than measured (a slow schedule, set
     aside; never a mix faster than its bound), and sets aside at most ``o.slow_pairs``. A core
     names the mixes of one contradiction, not which of them is slow: the budget counts those
     the mapping found does not reproduce, not every mix left out on the way. Returns (CEGIS
-    result, set-aside experiments, CEGIS runs), or (None, [], runs) when that does not work out."""
+    result, set-aside experiments, CEGIS runs, core), or (None, [], runs, core) when that does not
+    work out, with the last core found: once the mixes are out, what still contradicts is what to
+    blame (a core of pairs names the instructions of the contradiction left)."""
     out: list[Experiment] = []
     runs = 0
     res = None
@@ -623,7 +626,7 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
         if not more or len(out) + len(more) > max(o.slow_pairs, len(mixed) // 2):
             progress(f"  component {cid}: leaving out {len(out)} mix(es) did not explain it "
                      f"({'no more mixes in the core' if not more else 'too many mixes'})")
-            return None, [], runs
+            return None, [], runs, core
         out += more
         res, core, n = _port_search(oracle, cid, comp, size, mult, [e for e in extra if e not in set(out)],
                                     interacting, r_max, o, progress)
@@ -634,19 +637,19 @@ def _without_slow_mixes(oracle: Any, cid: int, comp: list[str], size: dict[str, 
         t = mixed[e]
         tol = slack(e, t, o)
         if t < float(bound) - tol:     # faster than the ports allow: the mapping is wrong
-            return None, [], runs
+            return None, [], runs, core
         if t > float(bound) + tol:     # slower: a slow schedule (a mix it reproduces stays as it is)
             aside.append({"experiment": dict(e.items()), "measured": float(t), "bound": float(bound),
                           "component": sorted(comp)})
     if len(aside) > o.slow_pairs:
         progress(f"  component {cid}: the mapping that explains the rest leaves {len(aside)} slow mix(es), "
                  f"more than the budget of {o.slow_pairs}")
-        return None, [], runs
+        return None, [], runs, core
     for a in aside:
         progress(f"  component {cid}: {Experiment(a['experiment'])} = {a['measured']:.4g} is slower than the "
                  f"port bound {a['bound']:.4g} of the mapping that explains everything else: set aside as a "
                  "slow schedule")
-    return res, aside, runs
+    return res, aside, runs, core
 
 
 def _cegis_options(ports: list[str], comp: list[str], size: dict[str, int], mult: dict[str, int],
