@@ -399,3 +399,30 @@ def test_once_the_slow_mixes_are_out_the_structure_stage_blames_what_still_contr
                                      ExplainOptions(slow_pairs=2), lambda m: None, {})
     assert calls[:2] == [True, False]                # the mix was left out, and the pair still contradicted
     assert got["dropped"]["insn"] in ("alu", "store")
+
+
+def test_the_structure_budget_counts_its_own_work_not_the_measuring(monkeypatch):
+    # beside a neighbour the Zen 3 measured 2-5 experiments a second: the stage's pairs alone
+    # outlasted a wall-clock budget, and contradicted candidates were dropped untried
+    import time
+    from types import SimpleNamespace
+
+    from pmsolve.infer.explain import structure
+
+    class Slow(SimulatedOracle):
+        def measure(self, experiments):
+            time.sleep(0.3)
+            return super().measure(experiments)
+    comp = ["a", "b"]
+    truth = PortMapping(["0", "1"], {i: [(frozenset({"0"}), 1)] for i in comp})
+    budget = structure.Metered(Slow(truth))
+    budget.measure([Experiment({"a": 1})])
+    assert budget.working() < 0.2
+    pair = Experiment({"a": 1, "b": 1})
+    core = SimpleNamespace(experiments=[(pair, 1.0)], describe=lambda: "core", instructions=comp)
+    messages = []
+    monkeypatch.setattr(structure, "random_mixes", lambda *a, **k: [])
+    monkeypatch.setattr(structure, "_port_search", lambda *a, **k: (None, core, 1))
+    structure._solve_component(budget, 0, comp, {"a": 1, "b": 1}, {}, {}, set(), None,
+                               ExplainOptions(structure_seconds=0.2), messages.append, {}, budget)
+    assert any("trying" in m for m in messages) and not any("time budget" in m for m in messages)

@@ -42,7 +42,8 @@ class ExplainOptions:
     * ``cegis_epsilon``: the CPI tolerance of the counter-free CEGIS and pair screening (default ε);
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
-      ``structure_seconds``: after this long, the structure stage tries no more multiplicities
+      ``structure_seconds``: after this long (its own work, not its measuring), the structure
+      stage tries no more multiplicities
       for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
       succeeded in eight runs, and one run spent 480 s in them); past it, no second round for the
       stand-ins of redundant candidates either;
