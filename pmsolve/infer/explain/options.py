@@ -43,10 +43,9 @@ class ExplainOptions:
       ``max_cegis_runs``: CEGIS runs per component before the remaining suspects are dropped;
       ``extra_ports``: how many ports beyond the lower bound a component's search tries;
       ``structure_seconds``: after this long (its own work, not its measuring), the structure
-      stage tries no more multiplicities
-      for a contradicted candidate and drops it at once (None: no limit; on a Zen 4 no such trial
-      succeeded in eight runs, and one run spent 480 s in them); past it, no second round for the
-      stand-ins of redundant candidates either;
+      stage tries no more multiplicities for a contradicted candidate and drops it at once (None:
+      no limit; on a Zen 4 no such trial succeeded in eight runs, and one run spent 480 s in
+      them); past it, no second round for the stand-ins of redundant candidates either;
     * ``max_component``: a component with more blocking candidates than this is split before its
       port search, at the candidate that links its parts (:func:`~pmsolve.infer.explain.structure.
       split_large`; None: never). A port search takes seconds on 4–6 candidates and minutes on
