@@ -140,13 +140,7 @@ class HostReport:
         out: dict[str, list[int]] = {}
         if self.drawn is not None and self.drawn < len(self.held_out):
             out["drawn from the whole profile"] = list(range(self.drawn))
-        if self.model is None:
-            return out
-        out.update({"mapped schemes only": [], "with a modelled scheme": []})
-        for j, e in enumerate(self.held_out):
-            kinds = {self.model.schemes[i].kind for i in e if i in self.model.schemes}
-            out["mapped schemes only" if kinds <= set(PORT_KINDS) else "with a modelled scheme"].append(j)
-        return out
+        return out if self.model is None else {**out, **by_prediction(self.model, self.held_out)}
 
     def accuracy(self) -> dict[str, Any]:
         """Each predictor on the experiments every predictor covers, and on its own coverage."""
@@ -234,6 +228,16 @@ def default_workdir(cpu: CpuIdentity, profile: str) -> Path:
     """``$XDG_CACHE_HOME/pmsolve/host/<microarchitecture>-<fingerprint>/<profile>`` (~/.cache by default)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "pmsolve" / "host" / f"{cpu.uarch}-{machine_fingerprint()}" / profile
+
+
+def by_prediction(model: ModelledMapping, experiments: Sequence[Experiment]) -> dict[str, list[int]]:
+    """Indices of the experiments the port mapping alone predicts ("mapped schemes only") and of
+    those with a modelled scheme among them ("with a modelled scheme")."""
+    out: dict[str, list[int]] = {"mapped schemes only": [], "with a modelled scheme": []}
+    for j, e in enumerate(experiments):
+        kinds = {model.schemes[i].kind for i in e if i in model.schemes}
+        out["mapped schemes only" if kinds <= set(PORT_KINDS) else "with a modelled scheme"].append(j)
+    return out
 
 
 def held_out_experiments(schemes: Sequence[str], n: int, seed: int,
