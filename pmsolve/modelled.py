@@ -9,8 +9,9 @@ mapping plus, per scheme, a :class:`SchemeModel` with its *kind* and a *confiden
   half-cycle resolution) that schemes slower alone than their ports by whole or half cycles
   share (a divider): still a port mapping;
 * ``ports + cost`` — the µops found on ports, and the scheme's cost (its measured time alone,
-  or less where experiments with it run faster) as a resource of its own (slower alone than its ports allow and no shared unit found: microcode,
-  an unpipelined unit, a chain through its copies);
+  or less where experiments with it run faster) as a resource of its own (slower alone than its
+  ports allow and no shared unit found: microcode, an unpipelined unit, a chain through its
+  copies);
 * ``cost`` — no µops that reproduce its experiments: its cost as a resource of its own, the
   last resort (a bound: the scheme takes at least that long in any mix).
 
@@ -47,7 +48,8 @@ from pmsolve.throughput import evaluate_many
 KINDS = {
     "mapped": "µops on ports, each witnessed by experiments",
     "unit": "µops on ports and cycles of a unit (an extra resource shared by slow schemes)",
-    "ports + cost": "the µops found on ports, and its cost (its time alone, or less where mixes run faster) on a resource of its own",
+    "ports + cost": ("the µops found on ports, and its cost (its time alone, or less where mixes run faster) "
+                     "on a resource of its own"),
     "cost": "its cost on a resource of its own (a bound: no µops reproduce its experiments)",
 }
 #: kinds whose prediction is a port mapping and nothing else

@@ -198,7 +198,6 @@ class Z3Engine(SmtEngine):
         return RawResult(R.UNKNOWN, reason=f"optimum not attained or not proved within "
                                            f"{self.OPTIMALITY_STEPS} improvements (z3 reported {bound})")
 
-
     def _sharpened(self, facts: list[Any], obj: Any, minimise: bool, discrete: list[Any], model: Any) -> Any:
         """The best model with ``model``'s integer and Boolean values: with those fixed the rest is
         linear real arithmetic, whose optimum z3.Optimize finds. Each step of the search above then

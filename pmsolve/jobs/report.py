@@ -162,7 +162,8 @@ def _predictions(pr: dict[str, Any] | None) -> list[str]:
            f"<p>{_e(pr['predicted'])} of {_e(pr['schemes'])} schemes ({_num(100 * pr['share'], 1)} %) get a "
            "prediction. A resource of a scheme's own adds n × its cost to the bound of a mix (as a port only it "
            "used would); the cost is its time alone, or less where experiments with it ran faster. The "
-           "confidence of a modelled scheme is the share of its measured experiments predicted within 5 %.</p>", "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
+           "confidence of a modelled scheme is the share of its measured experiments predicted within 5 %.</p>",
+           "<table id='kinds'><tr><th>kind</th><th>schemes</th><th>what</th></tr>"]
     for kind, n in pr["kinds"].items():
         out.append(f"<tr class='kind'><td>{_e(kind)}</td><td class='num'>{_e(n)}</td><td>{_e(KIND_TEXT.get(kind, ''))}</td></tr>")
     out.append("</table>")

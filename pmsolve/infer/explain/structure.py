@@ -451,6 +451,10 @@ class Metered:
     def working(self) -> float:
         return time.perf_counter() - self.t0 - self.measuring
 
+    def past(self, seconds: float | None) -> bool:
+        """More than ``seconds`` of work so far (never, for None: no budget)."""
+        return seconds is not None and self.working() > seconds
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.oracle, name)
 
@@ -460,7 +464,6 @@ def _screened(oracle: Any, classes: list[dict[str, Any]], r_max: float | None, o
     """One pass of :func:`infer_structure`: pairs, screening, stand-ins, components, with the
     candidates weighed by :func:`weights`."""
     oracle = budget = Metered(oracle)
-    timed = o.structure_seconds is not None
     spare = {c["rep"]: [m["insn"] for m in c["members"]][:o.max_stand_ins] for c in classes}
     reps = [c["rep"] for c in classes]
     size = {c["rep"]: c["size"] for c in classes}
@@ -492,10 +495,9 @@ def _screened(oracle: Any, classes: list[dict[str, Any]], r_max: float | None, o
                 break
         slow = {Experiment(a["experiment"]) for a in aside}
         got = _structure(oracle, active, mult, dropped, size, class_size,
-                         {e: t for e, t in values.items() if e not in slow}, r_max, o, progress,
-                         budget if timed else None)
+                         {e: t for e, t in values.items() if e not in slow}, r_max, o, progress, budget)
         got["slow_schedules"] = aside + got["slow_schedules"]
-        late = timed and budget.working() > o.structure_seconds
+        late = budget.past(o.structure_seconds)
         if late and got.get("redundant") and any(spare.get(i) for i in got["redundant"]):
             progress("  past the structure stage's time budget: no second round for the stand-ins of redundant "
                      "candidates")
@@ -601,7 +603,7 @@ def _solve_component(oracle: Any, cid: int, comp: list[str], size: dict[str, int
         # blame order: a multiplicity is itself a hypothesis, then small classes, then memory forms
         blame = lambda i: (-mult.get(i, 1), class_size.get(i, 1), [-x for x in simplicity(i)[:2]], i)  # noqa: E731
         suspects = sorted((i for i in (core.instructions if core else comp) if i in comp), key=blame)
-        late = budget is not None and budget.working() > o.structure_seconds
+        late = budget is not None and budget.past(o.structure_seconds)
         if late:
             progress(f"  component {cid}: past the structure stage's time budget, no multiplicity is tried")
         if not late and (not suspects or suspects[0] not in mult):
