@@ -4,6 +4,7 @@ multiplicities, components and inferred port counts, stand-ins for wrong represe
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from itertools import combinations
 
@@ -1162,3 +1163,34 @@ def test_a_component_over_max_component_loses_its_link_which_is_then_characteris
     assert all("x" in e["experiment"] for e in dropped["x"]["experiments"])
     assert agreement(truth, res.mapping, ["alu", "sub", "vec", "vsub"]).rate() == 1.0, res.mapping
     assert res.explanations["x"].misfit is not None
+
+
+def test_a_resumed_characterisation_paces_itself_on_the_chunks_it_measures(monkeypatch):
+    """A resumed run answers its first chunks from the store in no time; its "left at this
+    pace" must come from the chunks that measured (a resumed Zen 3 run said "1 min left" for
+    870 schemes at 4 experiments a second). A clock that only measuring advances pins it."""
+    from pmsolve.harness.cache import CachingOracle
+    from pmsolve.infer.explain import characterise as ch
+
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    schemes = {f"x{i}": [(s(i % 3, 3), 1)] for i in range(8)}
+    truth, blocking, suite = _blocked_machine(4, {"b0": s(0), "b1": s(1), "b2": s(2), "b3": s(3)}, schemes)
+    clock = [0.0]
+
+    class Slow(SimulatedOracle):
+        def measure(self, experiments):
+            clock[0] += 60.0
+            return super().measure(experiments)
+
+    monkeypatch.setattr(ch.time, "monotonic", lambda: clock[0])
+    orc = CachingOracle(Slow(truth, r_max=4))
+    names = sorted(schemes)
+    single = {i: {"tp": orc.measure([Experiment({i: 1})])[0], "uops": None} for i in names}
+    o = ExplainOptions(r_max=4).resolved(False)
+    ch.characterise(orc, names[:4], blocking, suite, single, 4, o, 0, lambda m: None, chunk=2)  # the store
+    lines: list[str] = []
+    ch.characterise(orc, names, blocking, suite, single, 4, o, 0, lines.append, chunk=2)
+    at6 = next(m for m in lines if "6/8" in m)
+    spent = re.search(r"\((\d+) min so far, about (\d+) min left", at6)
+    assert spent and spent.group(1) == spent.group(2), at6   # one chunk measured, one left
+    assert "(" not in next(m for m in lines if "4/8" in m).split("characterised")[1], lines
