@@ -183,7 +183,7 @@ class _TwoDivisions(SimulatedOracle):
         out = []
         for e, t in zip(experiments, values):
             d = dict(e.items())
-            divider = 4.5 * d.get("dp", 0) + (3.5 if len(d) <= 2 else 3.0) * d.get("ds", 0)
+            divider = 4.5 * d.get("dp", 0) + (3.5 if len(d) <= 2 else 3.0) * (d.get("ds", 0) + d.get("dm", 0))
             out.append(max(t, divider))
         return out
 
@@ -200,3 +200,36 @@ def test_a_division_that_misses_its_unit_checks_still_shares_the_divider_in_a_pr
     mixes = [Experiment({"ds": 1, "dp": 1, "a": 1}), Experiment({"ds": 2, "dp": 1, "b": 1, "c": 1}),
              Experiment({"ds": 1, "a": 1, "b": 1})]
     assert list(res.model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+
+
+def test_a_division_misfit_for_another_reason_is_measured_beside_the_divider_and_shares_it():
+    """``dm`` (Zen 3's ``vdivps ymm, ymm, m256``) is a misfit of its blocking experiments, so
+    its µops on ports are unknown and the units stage never paired it; 3.5 cycles alone, it is
+    measured beside the divider's mapped member and shares the unit in its prediction: 8.0 cycles
+    beside ``dp`` (a cost of its own: 4.5)."""
+    from pmsolve.infer.explain.complete import complete
+    from pmsolve.infer.explain.units import place
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    truth = PortMapping([str(p) for p in range(4)], {"a": [(f({"0", "1"}), 1)], "b": [(f({"2", "3"}), 1)],
+                                                     "dp": [(f({"2"}), 1)], "dm": [(f({"3"}), 1)]})
+    oracle = _TwoDivisions(truth, r_max=4)
+    blocking = PortMapping(truth.ports, {"a": truth.uops["a"], "b": truth.uops["b"]})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in ("dp", "dm")}
+    slow = Misfit("outside the model", "alone it runs slower than its µops explain",
+                  ((Experiment({"dp": 1}), alone["dp"]),), uops=((("2", "3"), 1),))
+    odd = Misfit("outside the model", "0.3 µops cannot evade [0,1], but the µops found put 0 there",
+                 ((Experiment({"dm": 1, "a": 4}), 2.3),))
+    explanations = {"dp": Explanation(misfit=slow), "dm": Explanation(misfit=odd)}
+    units, placed = place(oracle, explanations, blocking, 4, ExplainOptions().resolved(False), lambda m: None, alone)
+    assert [u["members"] for u in units] == [["dp"]] and placed["dp"].misfit is None
+    assert placed["dm"].misfit.unit == tuple(units[0]["ports"]) and "shares unit" in placed["dm"].misfit.reason
+    mapping = PortMapping(blocking.ports + tuple(units[0]["ports"]),
+                          {**blocking.uops, "dp": [(f(q), n) for q, n in placed["dp"].uops]})
+    single = {i: {"tp": t} for i, t in alone.items()}
+    measured = {e: t for e in (Experiment({"dm": 1, "dp": 1}), Experiment({"dm": 1}), Experiment({"dm": 1, "a": 1}))
+                for t in oracle.measure([e])}
+    model, _ = complete(mapping, {**explanations, **placed}, single, measured, 4)
+    mixes = [Experiment({"dm": 1, "dp": 1}), Experiment({"dm": 2, "dp": 1}), Experiment({"dm": 1, "b": 1})]
+    assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))

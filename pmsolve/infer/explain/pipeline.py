@@ -247,7 +247,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     units: list[dict[str, Any]] = []
     if not counter:   # a counter's µop counts leave no room for unit cycles
         got = stage(f"units (runs={o.runs}, {o.characterisation_key()})",
-                    lambda: _units(orc, explanations, bmap, r_max, o, say))
+                    lambda: _units(orc, explanations, bmap, r_max, o, say,
+                                   {i: (single.get(i) or {}).get("tp") for i in explanations}))
         units = got["units"]
         explanations.update({i: Explanation.from_json(x) for i, x in got["schemes"].items()})
     summary["units"] = units
@@ -315,11 +316,11 @@ def _blocking_explanations(bmap: PortMapping, classes: list[dict[str, Any]], sin
 
 
 def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping, r_max: float | None,
-           o: ExplainOptions, say: Callable[[str], None]) -> dict[str, Any]:
+           o: ExplainOptions, say: Callable[[str], None], alone: dict[str, Any]) -> dict[str, Any]:
     """The units stage (:mod:`~pmsolve.infer.explain.units`) as a checkpointable value; when the
     oracle cannot measure its experiments the slow schemes stay misfits."""
     try:
-        units, placed = place_units(oracle, explanations, bmap, r_max, o, say)
+        units, placed = place_units(oracle, explanations, bmap, r_max, o, say, alone)
     except MeasurementError as err:
         say(f"  no units: their experiments could not be measured ({str(err)[:160]})")
         return {"units": [], "schemes": {}}

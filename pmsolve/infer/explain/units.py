@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from pmsolve.errors import MeasurementError
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Witness, uop_key
@@ -111,7 +113,8 @@ def _pair(a: Slow, na: Fraction, b: Slow, nb: Fraction, same: bool, ports: tuple
 
 
 def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMapping, r_max: float | None,
-          o: ExplainOptions, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
+          o: ExplainOptions, progress: Progress, alone: Mapping[str, float] | None = None
+          ) -> tuple[list[dict[str, Any]], dict[str, Explanation]]:
     """Units for the slow schemes among ``explanations``: returns the units that stand (port, the
     first member its pairs were measured against, the members that pass their checks; a unit
     none of whose members passes is dropped with its name) and a new explanation for every slow
@@ -153,7 +156,47 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
              + ", ".join(f"{u['port']} {u['first']} (+{len(u['members']) - 1})" for u in units[:6]))
     out.update(_checked(oracle, units, slow, cycles, of, pairs, explanations, blocking, r_max, o))
     units = [{**u, "members": [i for i in u["members"] if out[i].misfit is None]} for u in units]
-    return [u for u in units if u["members"]], out
+    units = [u for u in units if u["members"]]
+    rest = {i: x for i, x in explanations.items() if x.misfit is not None and i not in of and i in (alone or {})}
+    out.update(beside(oracle, units, rest, alone or {}, out, width, r_max, o))
+    return units, out
+
+
+def beside(oracle: Any, units: list[dict[str, Any]], misfits: dict[str, Explanation], alone: Mapping[str, float],
+           placed: dict[str, Explanation], width: int, r_max: float | None, o: ExplainOptions
+           ) -> dict[str, Explanation]:
+    """Which unit the other misfits slow alone by whole (or half) cycles share, measured: each
+    beside a mapped member of every unit, one batch. Their µops on ports are unsure (Zen 3's
+    ``vdivps ymm, ymm, m256``: 3.5 cycles alone, a misfit of its blocking experiments), so a pair
+    is judged on unit cycles alone, and one that showed the unit shared puts it in the misfit's
+    ``unit``: its prediction then adds up with the unit's other divisions (7.0 cycles beside
+    ``vdivps ymm``, where a cost of its own gives 3.5). Pairs that cannot be measured leave
+    the misfits as they were."""
+    todo = {i: n for i, x in misfits.items() if not x.misfit.unit and isinstance(alone[i], (int, float))
+            and alone[i] >= 1 and (n := Slow(i, (), alone[i]).cycles(o)) is not None and (n * width).denominator == 1}
+    partners = [(u, u["members"][0]) for u in units]
+    exps = [(i, u, Experiment({i: 1, m: 1})) for i in sorted(todo) for u, m in partners]
+    if not exps:
+        return {}
+    try:
+        measured = oracle.measure([e for _, _, e in exps])
+    except MeasurementError:
+        return {}
+    own = unit_ports("own unit", width)
+    hyp = []
+    for i, u, e in exps:
+        partner = u["members"][0]
+        us = [(frozenset(ps), k) for ps, k in placed[partner].uops]
+        ports = tuple(dict.fromkeys(p for ps, _ in us for p in ps)) + own
+        hyp += [(PortMapping(ports, {partner: us, i: [(frozenset(q), _on_unit(q, todo[i]))]}), e)
+                for q in (tuple(u["ports"]), own)]          # shared, apart
+    both = [float(m) for m in batch_inverse_throughput(hyp, r_max)]
+    out: dict[str, Explanation] = {}
+    for (i, u, e), t, sh, ap in zip(exps, measured, both[::2], both[1::2]):
+        if i not in out and verdict(e, t, sh, ap, o) == "shared":
+            out[i] = _misfit(misfits[i], f"beside {u['members'][0]} it shares unit {u['port']} ({e} = {t:.4g}, "
+                             f"{sh:.4g} shared, {ap:.4g} apart)", ((e, t),), tuple(u["ports"]))
+    return out
 
 
 def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cycles: dict[str, Fraction | None],
