@@ -233,3 +233,14 @@ def test_a_division_misfit_for_another_reason_is_measured_beside_the_divider_and
     model, _ = complete(mapping, {**explanations, **placed}, single, measured, 4)
     mixes = [Experiment({"dm": 1, "dp": 1}), Experiment({"dm": 2, "dp": 1}), Experiment({"dm": 1, "b": 1})]
     assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+
+
+@pytest.mark.parametrize("cost, width, k", [(Fraction(29986, 10000), 2, 6), (Fraction(27, 10), 2, 5),
+                                            (Fraction(7, 2), 2, 7), (Fraction(41, 10), 1, 4),
+                                            (Fraction(37, 10), 1, 3), (Fraction(1, 10), 2, 0)])
+def test_a_cost_on_a_unit_is_its_nearest_whole_unit_uops_when_close_else_rounded_down(cost, width, k):
+    """q8's vdivps ymm, ymm, m256 had cost 2.9986 on a two-port divider: 5 µops by rounding
+    down, which charged two divisions in a mix 5.5 cycles where they took 7."""
+    from pmsolve.infer.explain.complete import unit_uops
+
+    assert unit_uops(cost, width) == k

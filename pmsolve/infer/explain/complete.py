@@ -10,7 +10,7 @@ per scheme):
   rejected them) and its cost on a resource of its own;
 * ``cost`` — its cost on a resource of its own and nothing else;
 * for a scheme that a pair showed on a unit (a divider) whose checks then missed, also
-  ``ports + cost`` with its cost on that unit as well (rounded down to whole unit µops), so that
+  ``ports + cost`` with its cost on that unit as well (in whole unit µops, :func:`unit_uops`), so that
   two divisions in one mix add up.
 
 The cost is its measured time alone, unless experiments with it ran faster per copy. A resource
@@ -76,7 +76,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
             exps.append((Experiment({i: 1}), t))
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
         unit = x.misfit.unit if x.misfit is not None else ()
-        if unit and set(unit) <= ports and (k := int(cost * len(unit))) > 0:   # as many whole unit µops as its cost
+        if unit and set(unit) <= ports and (k := unit_uops(cost, len(unit))) > 0:
             cands.insert(1, ("ports + cost", uops + [(frozenset(unit), k)]))
         scored = []
         for kind, us in cands:
@@ -88,6 +88,14 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
         models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us), alone)
     return with_models(mapping, models), none
+
+
+def unit_uops(cost: Fraction, width: int) -> int:
+    """As many whole unit µops (``width`` a cycle) as ``cost``: the nearest number when within
+    WITHIN of it (Zen 3's ``vdivps ymm, ymm, m256``: 2.9986 cycles is 6 µops of a two-port unit,
+    not 5), else rounded down."""
+    near = round(cost * width)
+    return near if near and abs(cost * width - near) <= WITHIN * near else int(cost * width)
 
 
 def bound(i: str, alone: float, measured: list[tuple[Experiment, float]]) -> Fraction:
