@@ -23,7 +23,8 @@ unit of its own gives 1 (mixes with other mapped schemes would charge it with th
 A scheme whose time is not a whole number of half cycles, or whose pairs or checks miss, stays a
 misfit; one whose pair showed it on a unit keeps that unit (``Misfit.unit``), so that its
 prediction (:mod:`~pmsolve.infer.explain.complete`) adds up with the unit's members (Zen 3's
-``vdivps``: 3.5 cycles alone, 3.0 in mixes, 8.0 beside ``vdivpd``).
+``vdivps``: 3.5 cycles alone, 3.0 in mixes, 8.0 beside ``vdivpd``). Other misfits slow alone by
+whole or half cycles are measured beside a mapped member of each unit for the same (:func:`beside`).
 """
 
 from __future__ import annotations
