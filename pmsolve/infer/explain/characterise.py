@@ -209,14 +209,14 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
 
     t0, done0 = time.monotonic(), 0
     for lo in range(0, len(insns), chunk):
-        part, before = insns[lo:lo + chunk], measured_so_far(oracle)
+        part, before = insns[lo:lo + chunk], getattr(oracle, "measured", None)   # a CachingOracle's count
         out.update(measurable(part, with_counter if counted else
                               lambda p: _uncounted(oracle, p, blocking, suite, single, r_max, o, run)))
         if on_chunk:
             on_chunk()
         done = min(lo + chunk, len(insns))
-        if before is not None and measured_so_far(oracle) == before:
-            t0, done0 = time.monotonic(), done    # answered from the store: no pace to learn from
+        if before is not None and oracle.measured == before:
+            t0, done0 = time.monotonic(), done    # answered from the store (a resumed run): no pace to learn from
         progress(f"  run {run + 1}: {done}/{len(insns)} schemes characterised"
                  + pace(time.monotonic() - t0, done - done0, len(insns) - done0))
     derived, wrong = at_port_rate(oracle, derived_blockers(out, suite, o) if not counted else {}, suite, blocking,
@@ -241,16 +241,6 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
                 on_chunk()
             progress(f"  run {run + 1}: {min(lo + chunk, len(again))}/{len(again)} schemes characterised again")
     return out
-
-
-def measured_so_far(oracle: Any) -> int | None:
-    """How many experiments the caching oracle under ``oracle`` has measured (not read from its
-    store), or None without one; a resumed run's pace counts only the chunks that measured."""
-    while oracle is not None:
-        if isinstance(getattr(oracle, "measured", None), int):
-            return oracle.measured
-        oracle = getattr(oracle, "inner", None)
-    return None
 
 
 def pace(seconds: float, done: int, total: int) -> str:

@@ -158,14 +158,15 @@ def place(oracle: Any, explanations: dict[str, Explanation], blocking: PortMappi
     out.update(_checked(oracle, units, slow, cycles, of, pairs, explanations, blocking, r_max, o))
     units = [{**u, "members": [i for i in u["members"] if out[i].misfit is None]} for u in units]
     units = [u for u in units if u["members"]]
-    rest = {i: x for i, x in explanations.items() if x.misfit is not None and i not in of and i in (alone or {})}
-    out.update(beside(oracle, units, rest, alone or {}, out, width, r_max, o))
+    alone = alone or {}
+    rest = {i: x for i, x in explanations.items() if x.misfit is not None and i not in of and i in alone}
+    out.update(beside(oracle, units, rest, alone, slow, cycles, tuple(blocking.ports), width, r_max, o))
     return units, out
 
 
 def beside(oracle: Any, units: list[dict[str, Any]], misfits: dict[str, Explanation], alone: Mapping[str, float],
-           placed: dict[str, Explanation], width: int, r_max: float | None, o: ExplainOptions
-           ) -> dict[str, Explanation]:
+           slow: dict[str, Slow], cycles: dict[str, Fraction | None], ports: tuple[str, ...], width: int,
+           r_max: float | None, o: ExplainOptions) -> dict[str, Explanation]:
     """Which unit the other misfits slow alone by whole (or half) cycles share, measured: each
     beside a mapped member of every unit, one batch. Their µops on ports are unsure (Zen 3's
     ``vdivps ymm, ymm, m256``: 3.5 cycles alone, a misfit of its blocking experiments), so a pair
@@ -175,27 +176,21 @@ def beside(oracle: Any, units: list[dict[str, Any]], misfits: dict[str, Explanat
     the misfits as they were."""
     todo = {i: n for i, x in misfits.items() if not x.misfit.unit and isinstance(alone[i], (int, float))
             and alone[i] >= 1 and (n := Slow(i, (), alone[i]).cycles(o)) is not None and (n * width).denominator == 1}
-    partners = [(u, u["members"][0]) for u in units]
-    exps = [(i, u, Experiment({i: 1, m: 1})) for i in sorted(todo) for u, m in partners]
+    first = {u["port"]: u["members"][0] for u in units}      # a mapped member: its unit cycles are known
+    exps = [(i, u, Experiment({i: 1, first[u["port"]]: 1})) for i in sorted(todo) for u in units]
     if not exps:
         return {}
     try:
         measured = oracle.measure([e for _, _, e in exps])
     except MeasurementError:
         return {}
-    own = unit_ports("own unit", width)
-    hyp = []
-    for i, u, e in exps:
-        partner = u["members"][0]
-        us = [(frozenset(ps), k) for ps, k in placed[partner].uops]
-        ports = tuple(dict.fromkeys(p for ps, _ in us for p in ps)) + own
-        hyp += [(PortMapping(ports, {partner: us, i: [(frozenset(q), _on_unit(q, todo[i]))]}), e)
-                for q in (tuple(u["ports"]), own)]          # shared, apart
-    both = [float(m) for m in batch_inverse_throughput(hyp, r_max)]
+    hyp = [(_pair(Slow(i, (), alone[i]), todo[i], slow[first[u["port"]]], cycles[first[u["port"]]], same, ports,
+                  width), e) for i, u, e in exps for same in (True, False)]
+    both = [float(m) for m in batch_inverse_throughput(hyp, r_max)]     # shared, apart per pair
     out: dict[str, Explanation] = {}
     for (i, u, e), t, sh, ap in zip(exps, measured, both[::2], both[1::2]):
         if i not in out and verdict(e, t, sh, ap, o) == "shared":
-            out[i] = _misfit(misfits[i], f"beside {u['members'][0]} it shares unit {u['port']} ({e} = {t:.4g}, "
+            out[i] = _misfit(misfits[i], f"beside {first[u['port']]} it shares unit {u['port']} ({e} = {t:.4g}, "
                              f"{sh:.4g} shared, {ap:.4g} apart)", ((e, t),), tuple(u["ports"]))
     return out
 
