@@ -244,3 +244,31 @@ def test_a_cost_on_a_unit_is_its_nearest_whole_unit_uops_when_close_else_rounded
     from pmsolve.infer.explain.complete import unit_uops
 
     assert unit_uops(cost, width) == k
+
+
+def test_uops_that_the_singleton_contradicts_are_scaled_down_until_it_allows_them():
+    """Zen 3's ``bts r16, r16`` came out 2×[0] (from ``{bt r64, i8: 2, bts r16, r16: 2}`` = 4
+    cycles) with 1.0 cycle alone, and its prediction charged every mix 2.0 cycles where it took
+    1.0. Here the characterisation found 4×[0,1] for a scheme that is 2×[0,1] (1.0 alone)."""
+    from pmsolve.infer.explain.complete import complete, fit_alone
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    truth = PortMapping(PORTS, {"a": [(f({"0", "1"}), 1)], "b": [(f({"2", "3"}), 1)], "c": [(f({"0"}), 1)],
+                                "x": [(f({"0", "1"}), 2)]})
+    oracle = SimulatedOracle(truth, r_max=4)
+    mapping = PortMapping(PORTS, {i: truth.uops[i] for i in "abc"})
+    seen = [Experiment({"x": 1}), Experiment({"x": 1, "a": 2}), Experiment({"x": 1, "b": 2}), Experiment({"x": 1, "c": 2})]
+    measured = dict(zip(seen, oracle.measure(seen)))
+    odd = Misfit("outside the model", "its blocking experiments ran slower than any port mapping allows",
+                 found=((("0", "1"), 4),))
+    model, _ = complete(mapping, {**{i: Explanation() for i in "abc"}, "x": Explanation(misfit=odd)},
+                        {"x": {"tp": measured[seen[0]]}}, measured, 4)
+    assert model.schemes["x"].kind == "ports + cost" and model.schemes["x"].uops == ((("0", "1"), 2),)
+    mixes = [Experiment({"x": 1, "a": 1, "c": 1}), Experiment({"x": 2, "b": 1}), Experiment({"x": 1, "a": 3})]
+    assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+    # within WITHIN of the time alone they stand; over it, the µop whose removal helps most goes
+    assert fit_alone([(f({"0"}), 1)], Fraction(96, 100)) == [(f({"0"}), 1)]
+    rmw = [(f({"0", "1", "2", "3"}), 1), (f({"4", "5", "6"}), 1), (f({"5", "6"}), 1)]   # Zen 3's add m16, i16
+    assert fit_alone(rmw, Fraction(9, 16)) == rmw[:2]
+    assert fit_alone([(f({"0"}), 4), (f({"2", "3"}), 1)], Fraction(1)) == [(f({"0"}), 1), (f({"2", "3"}), 1)]

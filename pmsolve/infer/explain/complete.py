@@ -13,6 +13,12 @@ per scheme):
   ``ports + cost`` with its cost on that unit as well (in whole unit µops, :func:`unit_uops`), so that
   two divisions in one mix add up.
 
+µops that make the scheme by itself slower than its measured time alone (by more than WITHIN)
+are contradicted by the most basic experiment there is; they come from experiments with the
+blocking instructions that ran slower than any port mapping allows (Zen 3's ``bts r16, r16``:
+2×[0] from ``{bt r64, i8: 2, bts r16, r16: 2}`` = 4 cycles, 1.0 cycle alone), so the fewest of
+them that its singleton allows are removed (:func:`fit_alone`) before the candidates are judged.
+
 The cost is its measured time alone, unless experiments with it ran faster per copy. A resource
 of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is the largest bound that
 the measurements allow: lowered to the per-copy time of the second-fastest experiment that
@@ -38,6 +44,7 @@ import numpy as np
 from pmsolve.infer.explain.witnesses import Explanation
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.modelled import ModelledMapping, SchemeModel, with_models
+from pmsolve.throughput import inverse_throughput
 
 #: a prediction within this relative error counts as reproducing an experiment
 WITHIN = 0.05
@@ -70,7 +77,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         alone = Fraction(t).limit_denominator(1000)
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
-        uops = [(frozenset(ps), n) for ps, n in found if set(ps) <= ports]
+        uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
         exps = [(e, v) for e, v in with_i.get(i, []) if all(n == i or n in mapped for n in e)]
         if not any(e == Experiment({i: 1}) for e, _ in exps):
             exps.append((Experiment({i: 1}), t))
@@ -96,6 +103,25 @@ def unit_uops(cost: Fraction, width: int) -> int:
     not 5), else rounded down."""
     near = round(cost * width)
     return near if near and abs(cost * width - near) <= WITHIN * near else int(cost * width)
+
+
+def fit_alone(uops: list[tuple[frozenset[str], int]], alone: Fraction) -> list[tuple[frozenset[str], int]]:
+    """``uops`` less the fewest µops that bring their port bound by themselves within WITHIN of
+    ``alone``: one at a time, the one whose removal lowers that bound most (ties: from the largest
+    count, then the smallest port set). Zen 3's ``add m16, i16``: 1×[0,1,2,3] + 1×[4,5,6] +
+    1×[5,6] is 0.667 cycles by itself, measured 0.5625; without the 1×[5,6], 0.333."""
+    left = dict(uops)
+
+    def own(us: dict[frozenset[str], int]) -> Fraction:
+        ports = sorted({p for q in us for p in q})
+        return inverse_throughput(PortMapping(ports, {"_": list(us.items())}), Experiment({"_": 1})) if us else Fraction(0)
+
+    def without(q: frozenset[str]) -> dict[frozenset[str], int]:
+        return {r: n - (r == q) for r, n in left.items() if n - (r == q) > 0}
+
+    while left and own(left) > alone * (1 + WITHIN):
+        left = without(min(left, key=lambda q: (own(without(q)), -left[q], len(q), sort_ports(q))))
+    return list(left.items())
 
 
 def bound(i: str, alone: float, measured: list[tuple[Experiment, float]]) -> Fraction:
