@@ -21,7 +21,12 @@ the constraint tp⁻¹ ≥ n·cost to the port bound (Thm 5.2) and the front-end
     tp⁻¹(e) = max(port bound of the µops in e, |e| / R_max, max over such schemes i of n_i·cost_i)
 
 which is exactly the bottleneck formula with one extra private port per such scheme (kept out of
-the port bitmasks, which a thousand private ports would not fit). One exception: an experiment
+the port bitmasks, which a thousand private ports would not fit).
+
+Every scheme also has ``slots``: how many of the front end's R_max per cycle one copy takes (1
+unless a probe showed more, :mod:`pmsolve.infer.explain.slots`; Zen 3's read-modify-writes, `cmov
+r, m` and `blsr` take 2, as AMD's macro-op counts say). The front-end limit is then Σ n_i·slots_i /
+R_max instead of |e| / R_max: a port set of R_max ports that every scheme uses with slots_i µops. One exception: an experiment
 of one such scheme and nothing else takes n·``alone``, its measured time alone (the cost is the
 bound mixes allow and may be lower; µops found on ports may say more). ``confidence`` is in [0, 1]:
 for mapped schemes the margin of the estimates that placed their µops, for the others the share
@@ -39,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from pmsolve.errors import FormatError, UnknownNameError
+from pmsolve.errors import FormatError, UnknownNameError, ValidationError
 from pmsolve.formats import _read_json, mapping_from_json, mapping_to_json
 from pmsolve.formula import RMax, bottleneck, check_r_max
 from pmsolve.model import Experiment, PortMapping, sort_ports
@@ -68,8 +73,12 @@ class SchemeModel:
     evidence: tuple[int, int] | None = None
     uops: tuple[tuple[tuple[str, ...], int], ...] = ()    # of a "ports + cost" scheme
     alone: Fraction | None = None     # measured cycles per copy with nothing beside it
+    slots: int = 1                    # front-end slots per copy (R_max counts slots)
+    slots_witness: tuple[Experiment, float] | None = None   # the probe that showed more than 1
 
     def __post_init__(self) -> None:
+        if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
+            raise FormatError(f"a scheme model's slots must be a whole number ≥ 1, got {self.slots!r}")
         if bool(self.uops) != (self.kind == "ports + cost"):
             raise FormatError(f"a {self.kind!r} scheme model {'needs' if self.kind == 'ports + cost' else 'takes no'} "
                               "µops of its own")
@@ -97,6 +106,10 @@ class SchemeModel:
             out["evidence"] = list(self.evidence)
         if self.uops:
             out["uops"] = [{"ports": list(ps), "count": n} for ps, n in self.uops]
+        if self.slots != 1:
+            out["slots"] = self.slots
+        if self.slots_witness is not None:
+            out["slots_witness"] = {"experiment": dict(self.slots_witness[0].items()), "measured": self.slots_witness[1]}
         return out
 
     @classmethod
@@ -116,9 +129,15 @@ class SchemeModel:
             uops = tuple((tuple(str(p) for p in u["ports"]), int(u["count"])) for u in d.get("uops", []))
         except (TypeError, KeyError, ValueError):
             raise FormatError(f"models: {name!r}: uops must be a list of {{'ports': [...], 'count': n}}") from None
+        slots, witness = d.get("slots", 1), d.get("slots_witness")
+        try:
+            witness = None if witness is None else (Experiment(dict(witness["experiment"])), float(witness["measured"]))
+        except (TypeError, KeyError, ValueError, ValidationError):
+            raise FormatError(f"models: {name!r}: slots_witness must be {{'experiment': {{scheme: count}}, "
+                              "'measured': cycles}}") from None
         return cls(d["kind"], conf, None if cost is None else Fraction(cost).limit_denominator(10_000),
                    str(d.get("why", "")), evidence, uops,
-                   None if alone is None else Fraction(alone).limit_denominator(10_000))
+                   None if alone is None else Fraction(alone).limit_denominator(10_000), slots, witness)
 
 
 @dataclass(frozen=True)
@@ -190,6 +209,10 @@ class ModelledMapping:
         counts = {i: n for i, n in e.items() if i in self.on_ports}
         return Experiment(counts) if counts else None
 
+    def slots_of(self, e: Experiment) -> int:
+        """The front-end slots of ``e``: Σ n_i·slots_i (|e| when every scheme takes one)."""
+        return sum(n * self.schemes[i].slots for i, n in e.items())
+
     def _costs(self, e: Experiment) -> list[tuple[Fraction, str]]:
         return [(n * self.schemes[i].cost, i) for i, n in e.items() if self.schemes[i].cost is not None]
 
@@ -219,8 +242,8 @@ class ModelledMapping:
         for c, i in self._costs(e):
             if c > best.inverse_throughput:
                 best = Limit(c, cost_of=i)
-        if r is not None and Fraction(e.size) / r > best.inverse_throughput:
-            best = Limit(Fraction(e.size) / r, frontend_bound=True)
+        if r is not None and Fraction(self.slots_of(e)) / r > best.inverse_throughput:
+            best = Limit(Fraction(self.slots_of(e)) / r, frontend_bound=True)
         return best
 
     def is_port_mapping_of(self, e: Experiment) -> bool:
@@ -242,7 +265,7 @@ class ModelledMapping:
                 out[j] = max(out[j], float(max(c for c, _ in costs)))
         if r_max is not None:
             r = float(check_r_max(r_max))
-            out = np.maximum(out, np.array([e.size / r for e in exps]))
+            out = np.maximum(out, np.array([self.slots_of(e) / r for e in exps]))
         for j, e in enumerate(exps):
             if (alone := self._alone(e)) is not None:
                 out[j] = float(alone.inverse_throughput)

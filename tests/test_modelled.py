@@ -38,22 +38,32 @@ def modelled(draw):
             models[f"x{j}"] = SchemeModel("ports + cost", None, cost, uops=uops)
         else:
             models[f"x{j}"] = SchemeModel("cost", None, cost)
-    names = list(table) + list(models)
+    for i in table:                      # front-end slots, on mapped and modelled schemes alike
+        if (k := draw(st.integers(1, 3))) > 1:
+            models[i] = SchemeModel("mapped", slots=k)
+    for i in [i for i in models if i.startswith("x")]:
+        models[i] = SchemeModel(models[i].kind, None, models[i].cost, uops=models[i].uops, slots=draw(st.integers(1, 3)))
+    names = list(table) + [i for i in models if i.startswith("x")]
     e = Experiment({n: draw(st.integers(0, 3)) for n in names} | {names[0]: draw(st.integers(1, 3))})
     r_max = draw(st.sampled_from([None, 2, 4]))
     return with_models(PortMapping(PORTS, table), models), e, r_max
 
 
-def private_ports(model: ModelledMapping) -> PortMapping:
+def private_ports(model: ModelledMapping, r_max: int | None = None) -> PortMapping:
     """The same model as a plain port mapping: each modelled scheme gets a resource of its own,
-    q private ports that only it uses with p µops on them for a cost of p/q cycles."""
-    table = dict(model.on_ports)
+    q private ports that only it uses with p µops on them for a cost of p/q cycles; with
+    ``r_max``, the front end is r_max more ports that every scheme uses with a µop per slot."""
+    table = {i: list(us) for i, us in model.on_ports.items()}
     ports = list(model.mapping.ports)
+    front = [f"fe{k}" for k in range(r_max or 0)]
+    ports += front
     for i, m in model.schemes.items():
         if m.cost is not None:
             own = [f"{i}_own{k}" for k in range(m.cost.denominator)]
             ports += own
-            table[i] = list(table.get(i, [])) + [(frozenset(own), m.cost.numerator)]
+            table[i] = table.get(i, []) + [(frozenset(own), m.cost.numerator)]
+        if front:
+            table[i] = table.get(i, []) + [(frozenset(front), m.slots)]
     return PortMapping(ports, table)
 
 
@@ -62,7 +72,7 @@ def private_ports(model: ModelledMapping) -> PortMapping:
 def test_a_cost_is_a_private_port_and_the_batch_agrees(case):
     model, e, r_max = case
     exact = model.inverse_throughput(e, r_max)
-    assert exact == inverse_throughput(private_ports(model), e, r_max=r_max)
+    assert exact == inverse_throughput(private_ports(model, r_max), e)
     assert float(exact) == pytest.approx(float(model.evaluate_many([e], r_max)[0]), rel=1e-12)
 
 
@@ -285,3 +295,33 @@ def test_a_few_too_fast_samples_among_many_do_not_lower_a_cost():
     assert bound("x", 5.0, x + glitches) == 5
     mixes = [(Experiment({"x": 2, f"m{k}": 1}), 6.0 - k / 10) for k in range(12)]
     assert bound("x", 5.0, x + glitches + mixes) == Fraction(21, 10)
+
+
+class _Slots(SimulatedOracle):
+    """A front end of R_max *slots* a cycle where some schemes take two (AMD's macro-ops: Zen 3's
+    ``cmov r32, m32`` and read-modify-writes)."""
+
+    def __init__(self, truth, slots, **kw):
+        super().__init__(truth, **kw)
+        self.slots = slots
+
+    def measure(self, experiments):
+        return [max(t, sum(n * self.slots.get(i, 1) for i, n in e.items()) / self.r_max)
+                for e, t in zip(experiments, super().measure(experiments))]
+
+
+def test_a_scheme_of_two_front_end_slots_is_found_by_its_probe_and_mixes_count_them():
+    f = frozenset
+    truth = PortMapping([str(p) for p in range(8)], {
+        "a": [(f({"0", "1"}), 1)], "b": [(f({"2", "3"}), 1)], "d": [(f({"4", "5"}), 1)], "g": [(f({"6", "7"}), 1)],
+        "w": [(f({"0", "1"}), 1)], "v": [(f({"4", "5"}), 1), (f({"6", "7"}), 1)]})
+    oracle = _Slots(truth, {"w": 2}, r_max=4)
+    res = infer(oracle, ExplainOptions())
+    assert {i: m.slots for i, m in res.model.schemes.items() if m.slots > 1} == {"w": 2}
+    probe, t = res.model.schemes["w"].slots_witness
+    assert probe["w"] == 1 and probe.size == 5 and t == pytest.approx(1.5)
+    mixes = [Experiment({"w": 1, "b": 1, "d": 1, "g": 1}), Experiment({"w": 2, "v": 1}), Experiment({"a": 1, "w": 3})]
+    assert list(res.model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+    assert [res.model.inverse_throughput(e, 4) for e in mixes] == pytest.approx(oracle.measure(mixes))
+    again = ModelledMapping.from_json(json.loads(json.dumps(res.model.to_json()))).schemes["w"]
+    assert (again.slots, again.slots_witness) == (2, res.model.schemes["w"].slots_witness)

@@ -96,6 +96,10 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
               if model.get("evidence") else "")
         uops = " + ".join(f"{u['count']}×[{','.join(u['ports'])}]" for u in model.get("uops", []))
         print(f"  predicted as: {model['kind']}{cost}{' with µops ' + uops if uops else ''}{conf}{ev}")
+        if model.get("slots") and model.get("slots_witness"):
+            w = model["slots_witness"]
+            probe = ", ".join(f"{n}× {i}" for i, n in w["experiment"].items())
+            print(f"  front end: {model['slots']} slots per copy ({probe}: {w['measured']:.4g} cycles)")
     if x.misfit is not None:
         print(f"  misfit: {x.misfit.category} — {x.misfit.reason}")
         for e, t in x.misfit.experiments:

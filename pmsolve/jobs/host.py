@@ -196,6 +196,10 @@ class HostReport:
                         "uops": [{"ports": sorted(u.ports), "count": u.count, "witnesses": []} for u in us]}
                        for i, us in sorted(self.mapping.uops.items())]
         if self.model is not None:
+            for row in schemes:
+                sm = self.model.schemes.get(row["scheme"])
+                if sm is not None and sm.slots > 1:
+                    row["slots"] = {k: v for k, v in sm.to_json().items() if k in ("slots", "slots_witness")}
             for items in misfits.values():
                 for m in items:
                     sm = self.model.schemes.get(m["scheme"])

@@ -183,7 +183,14 @@ def _prediction(p: dict[str, Any] | None) -> str:
     ev = (f" ({_e(p['evidence'][0])} of {_e(p['evidence'][1])} measured experiments within 5 %)"
           if p.get("evidence") else "")
     return (f"<br>predicted as <b class='prediction'>{_e(p['kind'])}</b>{uops}{cost}; confidence "
-            f"{_num(p.get('confidence'), 2)}{ev}")
+            f"{_num(p.get('confidence'), 2)}{ev}{_slots(p)}")
+
+
+def _slots(p: dict[str, Any] | None) -> str:
+    """'; 2 front-end slots per copy (probe measured 1.33)' for a scheme that takes more than one."""
+    w = (p or {}).get("slots_witness")
+    return (f"; <b>{_e(p['slots'])}</b> front-end slots per copy (<code>{_e(_exp(w['experiment']))}</code> measured "
+            f"{_num(w['measured'])})" if p and p.get("slots") and w else "")
 
 
 def units_text(units: list[dict]) -> str:
@@ -236,7 +243,7 @@ def render_html(doc: dict[str, Any]) -> str:
         also = "".join(f"<br><span class='muted'>fits as well: {_e(_uops(alt))}</span>"
                        for alt in s.get("alternatives", []))
         out.append(f"<tr class='scheme'><td><code>{_e(s['scheme'])}</code>{tag}</td><td class='num'>{_num(s.get('tp'))}</td>"
-                   f"<td>{_e(_uops(s.get('uops', [])))}{also}</td>"
+                   f"<td>{_e(_uops(s.get('uops', [])))}{also}{_slots(s.get('slots'))}</td>"
                    f"<td class='num'>{sum(u['count'] for u in s.get('uops', []))}</td>"
                    f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
     out.append("</table>")

@@ -11,7 +11,9 @@
                      get a unit (an extra one-port resource, :mod:`~pmsolve.infer.explain.units`);
 9. without a counter, misfits with a measured experiment that contradicts every port mapping
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
-   its few measurements are cached like all others).
+   its few measurements are cached like all others);
+10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
+                     how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
 rerunning the same call continues where an interrupted one stopped.
@@ -30,7 +32,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import stages
+from pmsolve.infer.explain import slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -265,6 +267,11 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         say("warning: " + warnings[-1])
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
     model, unpredicted = complete(mapping, explanations, single, measured, r_max)
+    if not counter and r_max is not None and bmap.uops:
+        got = stage(f"slots ({o.characterisation_key()})",
+                    lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))
+        model = slots.with_slots(model, got)
+        summary["slots"] = {"filler": got["filler"], "schemes": {i: d["slots"] for i, d in got["schemes"].items()}}
     summary["predictions"] = kind_summary(model, unpredicted)
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),
