@@ -21,16 +21,17 @@ the constraint tp⁻¹ ≥ n·cost to the port bound (Thm 5.2) and the front-end
     tp⁻¹(e) = max(port bound of the µops in e, |e| / R_max, max over such schemes i of n_i·cost_i)
 
 which is exactly the bottleneck formula with one extra private port per such scheme (kept out of
-the port bitmasks, which a thousand private ports would not fit).
-
-Every scheme also has ``slots``: how many of the front end's R_max per cycle one copy takes (1
-unless a probe showed more, :mod:`pmsolve.infer.explain.slots`; Zen 3's read-modify-writes, `cmov
-r, m` and `blsr` take 2, as AMD's macro-op counts say). The front-end limit is then Σ n_i·slots_i /
-R_max instead of |e| / R_max: a port set of R_max ports that every scheme uses with slots_i µops. One exception: an experiment
+the port bitmasks, which a thousand private ports would not fit). One exception: an experiment
 of one such scheme and nothing else takes n·``alone``, its measured time alone (the cost is the
 bound mixes allow and may be lower; µops found on ports may say more). ``confidence`` is in [0, 1]:
 for mapped schemes the margin of the estimates that placed their µops, for the others the share
-of their measured experiments the model predicts within 5 %. The file form is a pmsolve mapping
+of their measured experiments the model predicts within 5 %.
+
+Every scheme also has ``slots``: how many of the front end's R_max per cycle one copy takes (1
+unless a probe showed more, :mod:`pmsolve.infer.explain.slots`; Zen 3's read-modify-writes, ``cmov
+r, m`` and ``blsr`` take 2, as AMD's macro-op counts say). The front-end limit is then
+Σ n_i·slots_i / R_max instead of |e| / R_max: a port set of R_max ports that every scheme uses
+with slots_i µops. The file form is a pmsolve mapping
 with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one is all ``mapped``.
 """
 
@@ -242,8 +243,8 @@ class ModelledMapping:
         for c, i in self._costs(e):
             if c > best.inverse_throughput:
                 best = Limit(c, cost_of=i)
-        if r is not None and Fraction(self.slots_of(e)) / r > best.inverse_throughput:
-            best = Limit(Fraction(self.slots_of(e)) / r, frontend_bound=True)
+        if r is not None and (front := Fraction(self.slots_of(e)) / r) > best.inverse_throughput:
+            best = Limit(front, frontend_bound=True)
         return best
 
     def is_port_mapping_of(self, e: Experiment) -> bool:

@@ -9,7 +9,7 @@ cycle on a Zen 3 where ports and a front end of 6 instructions allow 0.667, and 
 ``cmovbe`` as two slots (the remaining 1/6 is dispatch's packing, which no bound sees).
 
 The probe: each scheme once beside R_max copies of a *filler*, blocking instructions chosen so that
-their ports leave room (on the Zen 3: 3× ``add r64, r64`` [0-3] and 3× ``vpor ymm`` [7-10]):
+their ports leave room (on the Zen 3: 3× ``mov r64, imm32`` [0-3] and 3× ``vpaddd xmm`` [7-10]):
 front-end bound at (R_max + s)/R_max cycles for a scheme of s slots. A scheme is given s > 1 slots
 when the probe runs slower than every other bound of the model (its ports with the filler's, its
 time alone) by more than TOLERANCE, and R_max·(t − 1) is within NEAR of a whole s in
@@ -95,17 +95,18 @@ def measure(oracle: Any, model: ModelledMapping, blocking: PortMapping, r_max: f
 
 def _measure(oracle: Any, exps: list[Experiment]) -> list[float]:
     """Cycles of each probe; one whose kernel the harness cannot run (NaN) keeps its scheme at
-    one slot and the others go on (the measured ones come from the cache the second time)."""
-    try:
-        return list(oracle.measure(exps))
-    except MeasurementError:
-        out = []
-        for e in exps:
-            try:
-                out += list(oracle.measure([e]))
-            except MeasurementError:
-                out.append(float("nan"))
-        return out
+    one slot, and the rest are asked again without it (the measured ones come from the cache),
+    as :func:`~pmsolve.infer.explain.characterise.measurable` does for the characterisation."""
+    bad: set[Experiment] = set()
+    while True:
+        rest = [e for e in exps if e not in bad]
+        try:
+            got = dict(zip(rest, oracle.measure(rest))) if rest else {}
+            return [got.get(e, float("nan")) for e in exps]
+        except MeasurementError as err:
+            if not set(err.experiments) - bad:
+                raise
+            bad |= set(err.experiments)
 
 
 def with_slots(model: ModelledMapping, stage: Mapping[str, Any]) -> ModelledMapping:
