@@ -9,12 +9,15 @@
 #   r15 loop counter, r14 memory base, r13 divisor (3), rsp stack.
 # Memory: [r14 + 0, 4096) operand slots, [r14 + 4096, +1536) vector initial values.
 # AVX-512: when XCR0 says the OS enabled the opmask and zmm state (bits 5-7, read with xgetbv:
-# ~30 cycles, no VM exit, unlike cpuid), zmm16-zmm31 are loaded in full and k1-k7 are set with
+# ~30 cycles, no VM exit, unlike cpuid), {hi16} loads zmm16-zmm31 (in full when the body names a
+# zmm register, else their low 256 bits: see pmsolve/harness/assemble.py) and k1-k7 are set with
 # kxnorw (AVX512F, which every AVX-512 CPU runs: the low 16 mask bits set, the rest clear).
 # zmm0-15 keep zero upper halves (bits 256-511): dirty upper state there would slow 256-bit
 # code on Intel AVX-512 cores, while full writes of zmm16-31 do not (glibc's AVX-512 string
 # functions rely on that and skip vzeroupper); allocation hands zmm16-31 out first for that
-# reason. zmm16-31 and k0-k7 are caller-saved in the System V ABI: nothing to save or restore.
+# reason. Any 512-bit instruction, though, slows scalar memory code for a while on Ice Lake-SP,
+# hence full loads only for bodies that use zmm registers themselves.
+# zmm16-31 and k0-k7 are caller-saved in the System V ABI: nothing to save or restore.
 # The final vzeroupper stays (upper halves of zmm0-15 written by the body).
 # Placeholders: {name} kernel label, {body} the instructions of one iteration.
     .p2align 6
@@ -54,22 +57,7 @@
     and $0xe6, %eax
     cmp $0xe6, %eax
     jne .L{name}_no_avx512
-    vmovups 4608(%r14), %zmm16
-    vmovups 4672(%r14), %zmm17
-    vmovups 4736(%r14), %zmm18
-    vmovups 4800(%r14), %zmm19
-    vmovups 4864(%r14), %zmm20
-    vmovups 4928(%r14), %zmm21
-    vmovups 4992(%r14), %zmm22
-    vmovups 5056(%r14), %zmm23
-    vmovups 5120(%r14), %zmm24
-    vmovups 5184(%r14), %zmm25
-    vmovups 5248(%r14), %zmm26
-    vmovups 5312(%r14), %zmm27
-    vmovups 5376(%r14), %zmm28
-    vmovups 5440(%r14), %zmm29
-    vmovups 5504(%r14), %zmm30
-    vmovups 5568(%r14), %zmm31
+    {hi16}
     kxnorw %k0, %k0, %k1
     kxnorw %k0, %k0, %k2
     kxnorw %k0, %k0, %k3
