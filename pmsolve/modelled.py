@@ -33,6 +33,12 @@ r, m`` and ``blsr`` take 2, as AMD's macro-op counts say). The front-end limit i
 Σ n_i·slots_i / R_max instead of |e| / R_max: a port set of R_max ports that every scheme uses
 with slots_i µops. The file form is a pmsolve mapping
 with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one is all ``mapped``.
+
+A :class:`Mode` says that while a *trigger* scheme is in the experiment, one port serves no µop
+of the *affected* schemes on some port sets: Intel cores with AVX-512 turn off the vector
+integer unit of port 1 while 512-bit µops are in flight, and a 128/256-bit add that runs on
+three ports runs on two beside any zmm instruction (floating point on ports 0 and 1 keeps both) (:mod:`pmsolve.infer.explain.modes` finds it). An
+experiment with a trigger is evaluated on the mapping with that port taken out of those sets.
 """
 
 from __future__ import annotations
@@ -163,6 +169,48 @@ class Limit:
 
 
 @dataclass(frozen=True)
+class Mode:
+    """While any of ``triggers`` is in an experiment, ``port`` serves none of the µops of the
+    ``affected`` schemes whose port set has another port (see the module docstring);
+    ``witnesses``: the experiments that showed it, with their measured cycles."""
+
+    port: str
+    sets: frozenset[frozenset[str]]      # the port sets that lose ``port`` (each has another)
+    triggers: frozenset[str]
+    affected: frozenset[str]
+    witnesses: tuple[tuple[Experiment, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(self.port not in q or len(q) < 2 for q in self.sets):
+            raise FormatError(f"mode: every set must hold port {self.port!r} and another port")
+
+    def applies(self, e: Experiment) -> bool:
+        return any(i in self.triggers for i in e)
+
+    def apply(self, mapping: PortMapping) -> PortMapping:
+        """The mapping with ``port`` taken out of the affected schemes' µops on the mode's sets."""
+        def narrowed(i: str, us) -> list[tuple[frozenset[str], int]]:
+            return [(u.ports - {self.port} if i in self.affected and u.ports in self.sets else u.ports, u.count)
+                    for u in us]
+        return PortMapping(mapping.ports, {i: narrowed(i, us) for i, us in mapping.uops.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"port": self.port, "sets": sorted(sort_ports(q) for q in self.sets),
+                "triggers": sorted(self.triggers), "affected": sorted(self.affected),
+                "witnesses": [{"experiment": dict(e.items()), "measured": t} for e, t in self.witnesses]}
+
+    @classmethod
+    def from_json(cls, d: Any, source: str = "") -> "Mode":
+        try:
+            return cls(str(d["port"]), frozenset(frozenset(map(str, q)) for q in d["sets"]),
+                       frozenset(map(str, d["triggers"])), frozenset(map(str, d["affected"])),
+                       tuple((Experiment(dict(w["experiment"])), float(w["measured"])) for w in d.get("witnesses", [])))
+        except (TypeError, KeyError, ValueError, ValidationError):
+            raise FormatError(f"{source}: 'mode' must be {{'port': p, 'sets': [[...]], 'triggers': [...], "
+                              "'affected': [...], 'witnesses': [...]}}") from None
+
+
+@dataclass(frozen=True)
 class ModelledMapping:
     """The port mapping of the mapped schemes (``mapped``, ``unit``) and a model for every scheme;
     the µops of ``ports + cost`` schemes live in their models, so that the mapping read alone
@@ -170,6 +218,7 @@ class ModelledMapping:
 
     mapping: PortMapping | None          # None: no scheme is mapped
     schemes: Mapping[str, SchemeModel] = field(default_factory=dict)
+    mode: Mode | None = None
 
     def __post_init__(self) -> None:
         models = dict(self.schemes)
@@ -185,6 +234,13 @@ class ModelledMapping:
             {p for us in extra.values() for ps, _ in us for p in ps})
         combined = PortMapping(ports, {**mapped, **extra}) if (mapped or extra) else None
         object.__setattr__(self, "_combined", combined)
+        if self.mode is not None and self.mode.port not in ports:
+            raise FormatError(f"mode: port {self.mode.port!r} is not a port of the mapping")
+        object.__setattr__(self, "_in_mode", self.mode.apply(combined) if self.mode and combined else combined)
+
+    def _ports_for(self, e: Experiment) -> PortMapping:
+        """The port mapping that evaluates ``e``: in the mode when a trigger is in it."""
+        return self._in_mode if self.mode is not None and self.mode.applies(e) else self._combined
 
     @property
     def on_ports(self) -> Mapping[str, Any]:
@@ -238,7 +294,7 @@ class ModelledMapping:
         best = Limit(Fraction(0))
         part = self._port_part(e)
         if part is not None:
-            b = bottleneck(self._combined, part)
+            b = bottleneck(self._ports_for(e), part)
             best = Limit(b.inverse_throughput, b.ports)
         for c, i in self._costs(e):
             if c > best.inverse_throughput:
@@ -258,8 +314,11 @@ class ModelledMapping:
             self._check(e)
         out = np.zeros(len(exps))
         parts = [(j, p) for j, e in enumerate(exps) if (p := self._port_part(e)) is not None]
-        if parts:
-            out[[j for j, _ in parts]] = evaluate_many(self._combined, [p for _, p in parts])
+        for in_mode in (False, True):
+            group = [(j, p) for j, p in parts if (self.mode is not None and self.mode.applies(exps[j])) == in_mode]
+            if group:
+                ports = self._in_mode if in_mode else self._combined
+                out[[j for j, _ in group]] = evaluate_many(ports, [p for _, p in group])
         for j, e in enumerate(exps):
             costs = self._costs(e)
             if costs:
@@ -276,6 +335,8 @@ class ModelledMapping:
         doc = mapping_to_json(self.mapping) if self.mapping is not None else {
             "format": "pmsolve.mapping", "version": 1, "ports": [], "instructions": {}}
         doc["models"] = {i: m.to_json() for i, m in self.schemes.items()}
+        if self.mode is not None:
+            doc["mode"] = self.mode.to_json()
         return doc
 
     @classmethod
@@ -285,11 +346,12 @@ class ModelledMapping:
             mapping = None
         else:
             mapping = mapping_from_json(data, source)
+        mode = Mode.from_json(data["mode"], source) if isinstance(data, dict) and "mode" in data else None
         if models is None:
-            return cls(mapping)
+            return cls(mapping, mode=mode)
         if not isinstance(models, dict):
             raise FormatError(f"{source}: 'models' must be an object of scheme -> model")
-        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()})
+        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode)
 
 
 def load_model(path: str | Path) -> ModelledMapping:
@@ -302,6 +364,7 @@ def load_model(path: str | Path) -> ModelledMapping:
         raise FormatError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
-def with_models(mapping: PortMapping | None, models: Mapping[str, SchemeModel]) -> ModelledMapping:
-    """The mapping's schemes as ``mapped`` (unless ``models`` says more), and the models."""
-    return ModelledMapping(mapping, dict(models))
+def with_models(mapping: PortMapping | None, models: Mapping[str, SchemeModel],
+                mode: Mode | None = None) -> ModelledMapping:
+    """The mapping's schemes as ``mapped`` (unless ``models`` says more), the models and the mode."""
+    return ModelledMapping(mapping, dict(models), mode)

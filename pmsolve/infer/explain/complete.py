@@ -44,7 +44,7 @@ import numpy as np
 
 from pmsolve.infer.explain.witnesses import Explanation
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.modelled import ModelledMapping, SchemeModel, with_models
+from pmsolve.modelled import Mode, ModelledMapping, SchemeModel, with_models
 from pmsolve.throughput import inverse_throughput
 
 #: a prediction within this relative error counts as reproducing an experiment
@@ -55,8 +55,10 @@ UNDERCUT, UNDERCUT_SHARE = 2, 0.1
 
 
 def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation], single: Mapping[str, Any],
-             measured: Mapping[Experiment, float], r_max: float | None) -> tuple[ModelledMapping, dict[str, str]]:
-    """The modelled mapping of every scheme, and the schemes left without a prediction (→ why)."""
+             measured: Mapping[Experiment, float], r_max: float | None,
+             mode: Mode | None = None) -> tuple[ModelledMapping, dict[str, str]]:
+    """The modelled mapping of every scheme, and the schemes left without a prediction (→ why);
+    experiments with a trigger of ``mode`` are evaluated in it."""
     models: dict[str, SchemeModel] = {}
     none: dict[str, str] = {}
     mapped = set(mapping.uops) if mapping is not None else set()
@@ -89,14 +91,14 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
             cands.insert(1, ("ports + cost", uops + [(frozenset(unit), k)]))
         scored = []
         for kind, us in cands:
-            trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)})
+            trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)}, mode)
             pred = trial.evaluate_many([e for e, _ in exps], r_max)
             err = np.abs(pred - np.array([v for _, v in exps])) / np.array([v for _, v in exps])
             scored.append((int(np.sum(err <= WITHIN)), -float(np.mean(err)), kind, us))
         hits, neg_err, kind, us = max(scored, key=lambda s: (s[0], s[1], s[2] == "ports + cost"))
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
         models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us), alone)
-    return with_models(mapping, models), none
+    return with_models(mapping, models, mode), none
 
 
 def unit_uops(cost: Fraction, width: int) -> int:

@@ -12,6 +12,9 @@
 9. without a counter, misfits with a measured experiment that contradicts every port mapping
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others);
+5b. ``mode``       — without a counter: whether 512-bit schemes switch a port off for vector µops
+                     (:mod:`~pmsolve.infer.explain.modes`); if so, they are characterised against the
+                     blocking instructions as they see them, and the model evaluates in the mode;
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
@@ -32,7 +35,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import slots, stages
+from pmsolve.infer.explain import modes, slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -141,8 +144,12 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     say(f"{len(cand['sizes'])} blocking candidate(s), {len(cand['misfits'])} singleton misfit(s)")
     left_out: set[str] = set()   # blocking candidates in experiments the harness cannot run
 
+    # 512-bit schemes put an Intel core into a mode that changes other schemes' ports (modes.py):
+    # never a blocking instruction, whose ports every other scheme is measured against
+    triggers, affected = modes.vector_kinds(insns) if not counter else (frozenset(), frozenset())
+
     def sizes() -> dict[str, int]:
-        return {i: s for i, s in cand["sizes"].items() if i not in left_out}
+        return {i: s for i, s in cand["sizes"].items() if i not in left_out and i not in triggers}
 
     def kept(classes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{**c, "members": [m for m in c["members"] if m["insn"] not in left_out]}
@@ -234,6 +241,26 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                      "slow_schedules": slow,
                      "suite": [[b, sort_ports(q)] for b, q in suite]},
     }
+    mode = None
+    if not counter:
+        if triggers & set(single) and affected & set(bmap.uops):
+            found = stage("mode", lambda: modes.detect(orc.measure, bmap, suite, triggers, affected, single, r_max, say))
+            mode = modes.mode_of(found, triggers, affected)
+            summary["mode"] = {k: found.get(k) for k in ("port", "sets", "why", "trigger", "probes")}
+
+    def characterise_all(run: int) -> dict[str, Explanation]:
+        """Every scheme of todo against the suite; triggers of a mode against the suite as they see it."""
+        if mode is None:
+            return characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
+        nbmap, nsuite = modes.narrowed(bmap, suite, mode)
+        out: dict[str, Explanation] = {}
+        for part, orc_, bm, su in (([i for i in todo if i not in mode.triggers], orc, bmap, suite),
+                                   ([i for i in todo if i in mode.triggers], modes.InMode(orc, nbmap, r_max),
+                                    nbmap, nsuite)):
+            if part:
+                out.update(characterise(orc_, part, bm, su, single, r_max, o, run, say, on_chunk=cp.save))
+        return out
+
     per_run = []
     for run in range(o.runs):
         name = f"run{run} ({o.characterisation_key()})"
@@ -241,8 +268,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
             current[0] = "characterise"
             say(f"characterising {len(todo)} scheme(s) against {len(suite)} blocking instruction(s), "
                 f"run {run + 1}/{o.runs}")
-            got = timed(f"characterise run {run + 1}",
-                        lambda: characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save))
+            got = timed(f"characterise run {run + 1}", lambda: characterise_all(run))
             cp.finish(name, {i: x.to_json() for i, x in got.items()})
         per_run.append({i: Explanation.from_json(x) for i, x in cp.done(name).items()})
     explanations.update(vote(per_run))
@@ -266,7 +292,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                         f"each is mapped to the widest, the others are listed with it (`alternatives`)")
         say("warning: " + warnings[-1])
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
-    model, unpredicted = complete(mapping, explanations, single, measured, r_max)
+    model, unpredicted = complete(mapping, explanations, single, measured, r_max, mode)
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))

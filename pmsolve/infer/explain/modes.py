@@ -1,0 +1,160 @@
+"""A port that some schemes switch off for others: the AVX-512 mode of Intel cores (issue 39).
+
+While 512-bit µops are in flight, an Intel core with AVX-512 runs no vector integer µop on port 1
+(its vector units serve as the upper half of port 0's 512-bit ones). A port mapping cannot say
+that: on an Ice Lake-SP ``vpaddd xmm`` runs on three ports alone and on two beside any zmm
+instruction (``{vfmadd231ps zmm:1, vpaddd xmm:12}`` takes 6.47 cycles, 13/3 without the mode),
+while ``vcvtdq2ps xmm`` keeps both of its ports (8 copies and the FMA: 4.5). So every zmm scheme
+characterised against such a set comes out a misfit, and every mix with one is predicted too fast.
+
+The probes, once the blocking instructions are known: the *trigger* (the 512-bit scheme fastest
+alone) once beside k copies of each vector blocking instruction B of two or more ports Q, k large
+enough that tp⁻¹ ≈ k/|Q| without a mode and ≈ k/(|Q| − 1) with a port of Q gone (within
+TOLERANCE; anything else: no mode). The slowed sets lose a port they share and no unslowed
+single-port vector set has; when several ports are left, each candidate c with a blocking
+instruction C of its own is probed beside the trigger and a slowed B: C's copies hold up B's
+µops unless c is the lost port. Exactly one port, or no mode. Schemes with a 512-bit register
+operand are the triggers, schemes with a vector register operand the affected ones
+(:func:`vector_kinds`); the probes are the mode's witnesses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import Mode
+from pmsolve.throughput import inverse_throughput
+
+Suite = list[tuple[str, frozenset[str]]]
+#: a slowed probe must be this close (relative) to k/(|Q| − 1)
+TOLERANCE = 0.1
+#: a probe counts as slowed when it takes longer than this share of the way to k/(|Q| − 1)
+SLOWED = 0.5
+
+
+def vector_kinds(names: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(triggers, affected) among the catalogue's schemes: those with a zmm register operand, and
+    those with any vector register operand (names the catalogue lacks are neither)."""
+    from pmsolve.isa import load_catalogue
+
+    cat = load_catalogue(host=False)
+    regs = {n: {o.cls for o in cat[n].operands if o.kind == "reg"} for n in names if n in cat}
+    return (frozenset(n for n, r in regs.items() if "zmm" in r),
+            frozenset(n for n, r in regs.items() if r & {"xmm", "ymm", "zmm"}))
+
+
+def copies(q: int, trigger_tp: float, r_max: float | None) -> int:
+    """k with k/(|Q|−1) ≥ f·(k/|Q| + tp⁻¹(trigger)), f = 1 + 1/(2|Q|): a lost port shows whatever
+    the trigger's own µops add; at least 4·|Q|, and the front end faster than the ports."""
+    f = 1 + 1 / (2 * q)
+    k = max(4 * q, math.ceil(f * trigger_tp / (1 / (q - 1) - f / q)))
+    if r_max is not None and r_max > q:
+        k = max(k, math.ceil(q / (r_max - q)))
+    return k
+
+
+def probes(suite: Suite, vector: Iterable[str], trigger: str, trigger_tp: float,
+           r_max: float | None) -> list[tuple[str, frozenset[str], Experiment]]:
+    """One probe per vector blocking instruction of two or more ports."""
+    vec = set(vector)
+    return [(b, q, Experiment({b: copies(len(q), trigger_tp, r_max), trigger: 1}))
+            for b, q in suite if b in vec and len(q) >= 2]
+
+
+def read(found: Sequence[tuple[str, frozenset[str], Experiment, float]], suite: Suite,
+         vector: Iterable[str]) -> tuple[list[frozenset[str]], frozenset[str], str]:
+    """The slowed sets and the candidate ports from the first probes (blocking instruction, Q,
+    experiment, measured), and why, or no sets and why not."""
+    vec = set(vector)
+    slowed, plain = [], [q for b, q in suite if b in vec and len(q) == 1]
+    for b, q, e, t in found:
+        lo, hi = e[b] / len(q), e[b] / (len(q) - 1)
+        if t > lo + SLOWED * (hi - lo):
+            if abs(t - hi) > TOLERANCE * hi:
+                return [], frozenset(), f"{b} beside the trigger took {t:.3g} cycles, neither {lo:.3g} nor {hi:.3g}"
+            slowed.append(q)
+    if not slowed:
+        return [], frozenset(), "no vector blocking instruction ran slower beside the trigger"
+    ports = frozenset.intersection(*slowed) - frozenset().union(*plain)
+    if not ports:
+        return [], frozenset(), "the slowed sets share no port that an unslowed vector set lacks"
+    return slowed, ports, ""
+
+
+def detect(measure: Callable[[list[Experiment]], list[float]], blocking: PortMapping, suite: Suite,
+           triggers: Iterable[str], vector: Iterable[str], single: Mapping[str, Any], r_max: float | None,
+           say: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    """The mode stage's result: ``{"port": p or None, "sets": [...], "why": ..., "trigger": ...,
+    "probes": [...]}``."""
+    tps = {i: (single.get(i) or {}).get("tp") for i in triggers}
+    tps = {i: t for i, t in tps.items() if t is not None and t == t and t > 0}
+    out: dict[str, Any] = {"port": None, "sets": [], "probes": []}
+    if not tps:
+        return {**out, "why": "no 512-bit scheme measured alone"}
+    trigger = min(tps, key=lambda i: (tps[i], i))
+    out["trigger"] = trigger
+    todo = probes(suite, vector, trigger, tps[trigger], r_max)
+    if not todo:
+        return {**out, "why": "no vector blocking instruction of two or more ports"}
+    got = measure([e for _, _, e in todo])
+    found = [(b, q, e, t) for (b, q, e), t in zip(todo, got) if t == t and t > 0]
+    out["probes"] = [{"experiment": dict(e.items()), "measured": t} for _, _, e, t in found]
+    slowed, ports, why = read(found, suite, vector)
+    if len(ports) > 1:
+        b, q, e, t = next(x for x in found if x[1] == slowed[0])
+        own = {next(iter(q1)): c for c, q1 in suite if len(q1) == 1 and q1 <= ports}
+        k = max(1, round(e[b] / (len(q) - 1) / 2))
+        cands = sorted(own)
+        tries = [Experiment({**dict(e.items()), own[c]: k}) for c in cands]
+        held = measure(tries)
+        out["probes"] += [{"experiment": dict(x.items()), "measured": y} for x, y in zip(tries, held)]
+        lost = [c for c, y in zip(cands, held) if y == y and abs(y - t) <= TOLERANCE * t]
+        ports = frozenset(lost) if len(lost) == 1 and len(cands) == len(ports) else frozenset()
+        why = "" if ports else f"the lost port is not one of {', '.join(cands)} alone"
+    if len(ports) == 1:
+        port = next(iter(ports))
+        why = f"beside 512-bit schemes port {port} serves no vector µop of {', '.join('{' + ','.join(sorted(q)) + '}' for q in slowed)}"
+        out.update(port=port, sets=[sorted(q) for q in slowed])
+    say(f"  mode: {why}")
+    return {**out, "why": why}
+
+
+def mode_of(result: Mapping[str, Any], triggers: Iterable[str], affected: Iterable[str]) -> Mode | None:
+    """The :class:`Mode` a stage result found (None when it found none)."""
+    if result.get("port") is None:
+        return None
+    return Mode(str(result["port"]), frozenset(frozenset(q) for q in result["sets"]), frozenset(triggers),
+                frozenset(affected), tuple((Experiment(p["experiment"]), float(p["measured"])) for p in result["probes"]))
+
+
+class InMode:
+    """The oracle as the characterisation of a trigger sees it: an experiment of blocking
+    instructions alone (a baseline) is their tp⁻¹ on the narrowed blocking mapping, since alone
+    they never run in the mode; everything else is measured."""
+
+    def __init__(self, oracle: Any, blocking: PortMapping, r_max: float | None):
+        self.oracle, self.blocking, self.r_max = oracle, blocking, r_max
+
+    @property
+    def measured(self) -> int:
+        return self.oracle.measured
+
+    def measure(self, experiments: Sequence[Experiment]) -> list[float]:
+        exps = list(experiments)
+        base = [j for j, e in enumerate(exps) if all(i in self.blocking.uops for i in e)]
+        asked = [j for j in range(len(exps)) if j not in set(base)]
+        out = [0.0] * len(exps)
+        for j, t in zip(asked, self.oracle.measure([exps[j] for j in asked]) if asked else []):
+            out[j] = t
+        for j in base:
+            out[j] = float(inverse_throughput(self.blocking, exps[j], r_max=self.r_max))
+        return out
+
+
+def narrowed(blocking: PortMapping, suite: Suite, mode: Mode) -> tuple[PortMapping, Suite]:
+    """The blocking instructions as a trigger sees them: the mode's port out of the mode's sets."""
+    return mode.apply(blocking), [(b, q - {mode.port} if b in mode.affected and q in mode.sets else q)
+                                  for b, q in suite]
