@@ -74,6 +74,9 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
             print(f"predictions: {pr['predicted']} of {pr['schemes']} schemes: "
                   + ", ".join(f"{k} {n}" for k, n in pr["kinds"].items())
                   + (f"; none for {', '.join(list(pr['unpredicted'])[:5])}" if pr.get("unpredicted") else ""))
+        if (ex.get("mode") or {}).get("port") is not None:
+            print(f"mode: {ex['mode']['why']} (experiments with one are evaluated so; probes: "
+                  + "; ".join(f"{w['experiment']} = {w['measured']:.4g}" for w in ex["mode"]["probes"]) + ")")
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
               "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
         for w in ex.get("warnings", []):

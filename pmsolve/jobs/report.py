@@ -193,6 +193,13 @@ def _slots(p: dict[str, Any] | None) -> str:
             f"{_num(w['measured'])})" if p and p.get("slots") and w else "")
 
 
+def mode_text(mode: dict | None) -> str:
+    """'; beside 512-bit schemes port 1 serves no vector µop of {0,1,3} (the AVX-512 mode)' or ''."""
+    if not mode or mode.get("port") is None:
+        return ""
+    return "; " + mode["why"] + " (the AVX-512 mode)"
+
+
 def units_text(units: list[dict]) -> str:
     """' and 2 units (U1: 9 scheme(s) like vdivps_xmm_xmm_xmm; …)': the non-port bottlenecks found."""
     if not units:
@@ -215,7 +222,8 @@ def render_html(doc: dict[str, Any]) -> str:
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{_e(title)}</title>",
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
            f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
-           f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}, "
+           f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}"
+           f"{_e(mode_text(doc.get('mode')))}, "
            f"front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
            f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits"
