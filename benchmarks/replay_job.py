@@ -3,7 +3,7 @@ job's own held-out experiments: what an inference change does to a real run with
 hardware (or its neighbours) in the loop.
 
     python benchmarks/replay_job.py WORKDIR [--profile quick|all] [--held-out 300] [--seed 0]
-                                    [--again STAGE,...] [--out DIR] [--measure-missing]
+                                    [--again STAGE,...] [--out DIR] [--measure-missing] [--split REGEX]
 
 WORKDIR is a ``pmsolve infer --workdir`` folder. Its store and inference state are copied to
 ``--out`` (default: a temporary folder); the stages named by ``--again`` (prefixes of the state's
@@ -12,7 +12,8 @@ back. The replay stops with the first experiment the store does not hold (the co
 experiments the run did not measure), unless ``--measure-missing`` measures them on this CPU into
 the copy; it then says how many it measured. Prints the mapped count, the kinds of
 prediction, the held-out MAPE and τ-b (0.01-cycle resolution) over every scheme, mapped schemes
-only and with a modelled scheme, and single-scheme predictions against the store's singles.
+only and with a modelled scheme (with ``--split``: also with and without a scheme whose name
+matches, e.g. ``zmm``), and single-scheme predictions against the store's singles.
 Run on the CPU that measured the store (the store is keyed by its identity and settings).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sqlite3
 import sys
@@ -59,6 +61,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--again", default="", help="comma-separated stage-name prefixes to compute again")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--split", default=None, metavar="REGEX",
+                    help="also score the mixes with and without a scheme whose name matches REGEX")
     ap.add_argument("--measure-missing", action="store_true",
                     help="measure on this CPU what the store lacks (into the copy), and say how many")
     args = ap.parse_args()
@@ -101,6 +105,10 @@ def main() -> int:
                   f"τ-b .01 {kendall_tau_b(p, y, 0.01):.3f}")
     print(f"held-out ({len(rows)} of {len(held)} drawn found in the store):")
     score("every scheme", rows)
+    if args.split:
+        hit = re.compile(args.split)
+        score(f"without /{args.split}/", [r for r in rows if not any(hit.search(i) for i in r[0])])
+        score(f"with /{args.split}/", [r for r in rows if any(hit.search(i) for i in r[0])])
     for label, js in by_prediction(model, [r[0] for r in rows]).items():
         score(label, [rows[j] for j in js])
     own = [(float(model.inverse_throughput(Experiment({i: 1}), r_max)), singles[i]) for i in model.schemes]
