@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pmsolve.isa import load_catalogue
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.modelled import Mode
 from pmsolve.throughput import inverse_throughput
@@ -38,8 +39,6 @@ SLOWED = 0.5
 def vector_kinds(names: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     """(triggers, affected) among the catalogue's schemes: those with a zmm register operand, and
     those with any vector register operand (names the catalogue lacks are neither)."""
-    from pmsolve.isa import load_catalogue
-
     cat = load_catalogue(host=False)
     regs = {n: {o.cls for o in cat[n].operands if o.kind == "reg"} for n in names if n in cat}
     return (frozenset(n for n, r in regs.items() if "zmm" in r),
