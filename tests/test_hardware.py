@@ -330,6 +330,7 @@ def test_every_round_first_runs_each_variant_untimed_so_calibration_and_kernel_s
     cold = _Log()
     cold.measure({**req, "warm_runs": 0})
     assert not any(k >= 20 * n for _, k in cold.log)
+    assert all(k > 0 for _, k in cold.log)      # a kernel run for 0 iterations loops 2^64 times
 
 
 def test_zmm16_31_are_loaded_512_bits_wide_only_for_bodies_that_name_a_zmm_register():

@@ -130,8 +130,9 @@ class Executor:
                 waits += 1
                 first = before = ref_sample()
                 continue
-            for name, _, n in variants:      # settle the clock at this code's frequency licence
-                self.run(name, n * warm)
+            if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
+                for name, _, n in variants:
+                    self.run(name, n * warm)
             c1 = self.calibrate(cal, n_cal)
             raw = [(name, copies, self.diff(name, n)) for name, copies, n in variants]
             c2 = self.calibrate(cal, n_cal)
