@@ -36,9 +36,10 @@ with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one 
 
 A :class:`Mode` says that while a *trigger* scheme is in the experiment, one port serves no µop
 of the *affected* schemes on some port sets: Intel cores with AVX-512 turn off the vector
-integer unit of port 1 while 512-bit µops are in flight, and a 128/256-bit add that runs on
-three ports runs on two beside any zmm instruction (floating point on ports 0 and 1 keeps both) (:mod:`pmsolve.infer.explain.modes` finds it). An
-experiment with a trigger is evaluated on the mapping with that port taken out of those sets.
+integer unit of port 1 while 512-bit µops are in flight, so a 128/256-bit add that runs on three
+ports runs on two beside any zmm instruction (floating point on ports 0 and 1 keeps both;
+:mod:`pmsolve.infer.explain.modes` finds it). An experiment with a trigger is evaluated on the
+mapping with that port taken out of those sets.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ class Limit:
 @dataclass(frozen=True)
 class Mode:
     """While any of ``triggers`` is in an experiment, ``port`` serves none of the µops of the
-    ``affected`` schemes whose port set has another port (see the module docstring);
-    ``witnesses``: the experiments that showed it, with their measured cycles."""
+    ``affected`` schemes on ``sets`` (see the module docstring); ``witnesses``: the experiments
+    that showed it, with their measured cycles."""
 
     port: str
     sets: frozenset[frozenset[str]]      # the port sets that lose ``port`` (each has another)
@@ -187,12 +188,14 @@ class Mode:
     def applies(self, e: Experiment) -> bool:
         return any(i in self.triggers for i in e)
 
+    def narrow(self, i: str, ports: frozenset[str]) -> frozenset[str]:
+        """The ports a µop of scheme ``i`` on ``ports`` may use in the mode."""
+        return ports - {self.port} if i in self.affected and ports in self.sets else ports
+
     def apply(self, mapping: PortMapping) -> PortMapping:
         """The mapping with ``port`` taken out of the affected schemes' µops on the mode's sets."""
-        def narrowed(i: str, us) -> list[tuple[frozenset[str], int]]:
-            return [(u.ports - {self.port} if i in self.affected and u.ports in self.sets else u.ports, u.count)
-                    for u in us]
-        return PortMapping(mapping.ports, {i: narrowed(i, us) for i, us in mapping.uops.items()})
+        return PortMapping(mapping.ports, {i: [(self.narrow(i, u.ports), u.count) for u in us]
+                                           for i, us in mapping.uops.items()})
 
     def to_json(self) -> dict[str, Any]:
         return {"port": self.port, "sets": sorted(sort_ports(q) for q in self.sets),

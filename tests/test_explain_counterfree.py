@@ -4,6 +4,7 @@ multiplicities, components and inferred port counts, stand-ins for wrong represe
 
 from __future__ import annotations
 
+import random
 import re
 from fractions import Fraction
 from itertools import combinations
@@ -1240,7 +1241,6 @@ def test_zmm_schemes_that_switch_a_port_off_are_mapped_and_mixes_with_them_predi
     assert mode is not None and res.summary["mode"]["port"] == mode.port
     assert {"vpaddd_zmm_zmm_zmm", "vfmadd231ps_zmm_zmm_zmm", "vpermd_zmm_zmm_zmm"} <= set(res.mapping.uops)
     names = sorted(res.model.schemes)
-    import random
     rng = random.Random(5)
     mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 4))}) for _ in range(300)]
     exact = _ZmmMode(r_max=5)

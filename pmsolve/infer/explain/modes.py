@@ -143,17 +143,11 @@ class InMode:
 
     def measure(self, experiments: Sequence[Experiment]) -> list[float]:
         exps = list(experiments)
-        base = [j for j, e in enumerate(exps) if all(i in self.blocking.uops for i in e)]
-        asked = [j for j in range(len(exps)) if j not in set(base)]
-        out = [0.0] * len(exps)
-        for j, t in zip(asked, self.oracle.measure([exps[j] for j in asked]) if asked else []):
-            out[j] = t
-        for j in base:
-            out[j] = float(inverse_throughput(self.blocking, exps[j], r_max=self.r_max))
-        return out
+        asked = [e for e in exps if not all(i in self.blocking.uops for i in e)]
+        got = dict(zip(asked, self.oracle.measure(asked))) if asked else {}
+        return [got[e] if e in got else float(inverse_throughput(self.blocking, e, r_max=self.r_max)) for e in exps]
 
 
 def narrowed(blocking: PortMapping, suite: Suite, mode: Mode) -> tuple[PortMapping, Suite]:
     """The blocking instructions as a trigger sees them: the mode's port out of the mode's sets."""
-    return mode.apply(blocking), [(b, q - {mode.port} if b in mode.affected and q in mode.sets else q)
-                                  for b, q in suite]
+    return mode.apply(blocking), [(b, mode.narrow(b, q)) for b, q in suite]

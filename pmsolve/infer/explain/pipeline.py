@@ -5,6 +5,9 @@
 3. ``classes``     — equivalent candidates merged by Thm 6.3, one representative each;
 4. ``peak``        — the front-end limit (peak IPC) and the warning of sec. 6.2.3;
 5. ``blocking``    — CEGIS on the representatives (+ improper blocking instructions);
+5b. ``mode``       — without a counter: whether 512-bit schemes switch a port off for vector µops
+                     (:mod:`~pmsolve.infer.explain.modes`); if so, they are characterised against the
+                     blocking instructions as they see them, and the model evaluates in the mode;
 6. ``run0`` …      — every other scheme against the blocking suite, once per run;
 7. the majority vote over the runs, witnesses per µop, misfits per category;
 8. ``units``       — without a counter: schemes alone slower than their ports by whole cycles
@@ -12,9 +15,6 @@
 9. without a counter, misfits with a measured experiment that contradicts every port mapping
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others);
-5b. ``mode``       — without a counter: whether 512-bit schemes switch a port off for vector µops
-                     (:mod:`~pmsolve.infer.explain.modes`); if so, they are characterised against the
-                     blocking instructions as they see them, and the model evaluates in the mode;
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
@@ -242,11 +242,10 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                      "suite": [[b, sort_ports(q)] for b, q in suite]},
     }
     mode = None
-    if not counter:
-        if triggers & set(single) and affected & set(bmap.uops):
-            found = stage("mode", lambda: modes.detect(orc.measure, bmap, suite, triggers, affected, single, r_max, say))
-            mode = modes.mode_of(found, triggers, affected)
-            summary["mode"] = {k: found.get(k) for k in ("port", "sets", "why", "trigger", "probes")}
+    if triggers & set(single) and affected & set(bmap.uops):     # no triggers with a counter
+        found = stage("mode", lambda: modes.detect(orc.measure, bmap, suite, triggers, affected, single, r_max, say))
+        mode = modes.mode_of(found, triggers, affected)
+        summary["mode"] = {k: found.get(k) for k in ("port", "sets", "why", "trigger", "probes")}
 
     def characterise_all(run: int) -> dict[str, Explanation]:
         """Every scheme of todo against the suite; triggers of a mode against the suite as they see it."""
