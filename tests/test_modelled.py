@@ -101,7 +101,7 @@ def test_an_experiment_with_a_trigger_runs_without_the_modes_port_on_both_routes
 def test_a_mode_round_trips_through_the_file_and_a_bad_one_is_refused(tmp_path):
     m = PortMapping(PORTS, {"vadd": [(frozenset({"0", "1", "2"}), 1)], "zadd": [(frozenset({"0", "2"}), 1)]})
     mode = Mode("1", frozenset({frozenset({"0", "1", "2"})}), frozenset({"zadd"}), frozenset({"vadd", "zadd"}),
-                ((Experiment({"vadd": 12, "zadd": 1}), 6.5),))
+                ((Experiment({"vadd": 12, "zadd": 1}), 6.5),), frozenset({("zadd", frozenset({"0", "1"}))}))
     model = ModelledMapping(m, {}, mode)
     path = tmp_path / "m.json"
     path.write_text(json.dumps(model.to_json()))

@@ -15,6 +15,8 @@
 9. without a counter, misfits with a measured experiment that contradicts every port mapping
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others);
+9b. ``mode schemes`` — with a mode: each affected scheme on a set with the mode's port, beside the
+                     trigger on its own: whether that scheme loses the port (``Mode.also``);
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
@@ -292,6 +294,12 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         say("warning: " + warnings[-1])
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
     model, unpredicted = complete(mapping, explanations, single, measured, r_max, mode)
+    if mode is not None:
+        got = stage("mode schemes", lambda: modes.each(orc.measure, model, summary["mode"]["trigger"],
+                                                         [b for b, _ in suite], r_max))
+        mode = modes.refined(mode, got)
+        model = ModelledMapping(model.mapping, model.schemes, mode)
+        summary["mode"]["schemes"] = got
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))

@@ -199,12 +199,15 @@ def _better_representative(oracle: Any, rep: str, members: list[str], probes: li
 
 
 def peak_probes(sizes: dict[str, int], per_size: int = 3) -> list[dict[str, Any]]:
-    """A few candidates of every size (in :func:`simplicity` order) to measure the peak IPC with,
-    in the shape of classes: without a counter the peak comes before the classes."""
-    by_size: dict[int, list[str]] = {}
+    """A few candidates of every size (in :func:`simplicity` order), register and memory forms
+    each, to measure the peak IPC with, in the shape of classes: without a counter the peak comes
+    before the classes. Memory forms come last in that order, and a load is what fills the ports
+    the others leave idle: cut with the register forms, four two-port register candidates left
+    no load to climb with, and R_max came out 4 on a 5-wide machine (every scheme downstream wrong)."""
+    by_size: dict[tuple[int, bool], list[str]] = {}
     for i in sorted(sizes, key=simplicity):
-        by_size.setdefault(sizes[i], []).append(i)
-    return [{"rep": i, "size": s, "members": []} for s, xs in sorted(by_size.items()) for i in xs[:per_size]]
+        by_size.setdefault((sizes[i], simplicity(i)[0] > 0), []).append(i)
+    return [{"rep": i, "size": s, "members": []} for (s, _), xs in sorted(by_size.items()) for i in xs[:per_size]]
 
 
 def peak_ipc(oracle: Any, single: dict[str, Any], classes: list[dict[str, Any]], o: ExplainOptions,
