@@ -39,9 +39,10 @@ of the *affected* schemes on some port sets: Intel cores with AVX-512 turn off t
 integer unit of port 1 while 512-bit µops are in flight, so a 128/256-bit add that runs on three
 ports runs on two beside any zmm instruction (floating point on ports 0 and 1 keeps both;
 :mod:`pmsolve.infer.explain.modes` finds it). Where schemes on one port set differ (Ice Lake-SP's
-vector shifts on ports 0 and 1 lose port 1, its floating-point adds there keep it), a scheme's
-own probe adds the set for it alone (``also``). An experiment with a trigger is evaluated on the
-mapping with that port taken out of those sets.
+vector shifts on ports 0 and 1 lose port 1, its floating-point adds there move to ports 0 and
+5), a scheme's own probe says where its µops on a set run in the mode (``also``). An experiment
+with a trigger is evaluated on the mapping with that port taken out of those sets, or the µops
+moved as ``also`` says.
 """
 
 from __future__ import annotations
@@ -174,28 +175,34 @@ class Limit:
 @dataclass(frozen=True)
 class Mode:
     """While any of ``triggers`` is in an experiment, ``port`` serves none of the µops of the
-    ``affected`` schemes on ``sets``, nor those of single schemes on the sets ``also`` pairs them
-    with (see the module docstring); ``witnesses``: the experiments that showed it, with their
-    measured cycles."""
+    ``affected`` schemes on ``sets``, and a (scheme, set, new) of ``also`` runs that scheme's µops
+    on the set on ``new`` instead, whatever the sets say (see the module docstring);
+    ``witnesses``: the experiments that showed it, with their measured cycles."""
 
     port: str
     sets: frozenset[frozenset[str]]      # the port sets that lose ``port`` (each has another)
     triggers: frozenset[str]
     affected: frozenset[str]
     witnesses: tuple[tuple[Experiment, float], ...] = ()
-    also: frozenset[tuple[str, frozenset[str]]] = frozenset()    # (scheme, set): that scheme alone
+    also: frozenset[tuple[str, frozenset[str], frozenset[str]]] = frozenset()   # (scheme, set, new)
 
     def __post_init__(self) -> None:
-        if any(self.port not in q or len(q) < 2 for q in [*self.sets, *(q for _, q in self.also)]):
+        if any(self.port not in q or len(q) < 2 for q in [*self.sets, *(q for _, q, _ in self.also)]):
             raise FormatError(f"mode: every set must hold port {self.port!r} and another port")
+        if any(not new or (new != q and self.port in new) for _, q, new in self.also):
+            raise FormatError(f"mode: a moved set must be the set itself or one without port {self.port!r}")
+        if len({(i, q) for i, q, _ in self.also}) < len(self.also):
+            raise FormatError("mode: a scheme's set is moved once")
 
     def applies(self, e: Experiment) -> bool:
         return any(i in self.triggers for i in e)
 
     def narrow(self, i: str, ports: frozenset[str]) -> frozenset[str]:
         """The ports a µop of scheme ``i`` on ``ports`` may use in the mode."""
-        hit = (i in self.affected and ports in self.sets) or (i, ports) in self.also
-        return ports - {self.port} if hit else ports
+        for j, q, new in self.also:
+            if j == i and q == ports:
+                return new
+        return ports - {self.port} if i in self.affected and ports in self.sets else ports
 
     def apply(self, mapping: PortMapping) -> PortMapping:
         """The mapping with ``port`` taken out of the affected schemes' µops on the mode's sets."""
@@ -206,7 +213,7 @@ class Mode:
         return {"port": self.port, "sets": sorted(sort_ports(q) for q in self.sets),
                 "triggers": sorted(self.triggers), "affected": sorted(self.affected),
                 "witnesses": [{"experiment": dict(e.items()), "measured": t} for e, t in self.witnesses],
-                **({"also": sorted([i, sort_ports(q)] for i, q in self.also)} if self.also else {})}
+                **({"also": sorted([i, sort_ports(q), sort_ports(n)] for i, q, n in self.also)} if self.also else {})}
 
     @classmethod
     def from_json(cls, d: Any, source: str = "") -> "Mode":
@@ -214,10 +221,10 @@ class Mode:
             return cls(str(d["port"]), frozenset(frozenset(map(str, q)) for q in d["sets"]),
                        frozenset(map(str, d["triggers"])), frozenset(map(str, d["affected"])),
                        tuple((Experiment(dict(w["experiment"])), float(w["measured"])) for w in d.get("witnesses", [])),
-                       frozenset((str(i), frozenset(map(str, q))) for i, q in d.get("also", [])))
+                       frozenset((str(i), frozenset(map(str, q)), frozenset(map(str, n))) for i, q, n in d.get("also", [])))
         except (TypeError, KeyError, ValueError, ValidationError):
             raise FormatError(f"{source}: 'mode' must be {{'port': p, 'sets': [[...]], 'triggers': [...], "
-                              "'affected': [...], 'witnesses': [...], 'also': [[scheme, [...]], ...]}}") from None
+                              "'affected': [...], 'witnesses': [...], 'also': [[scheme, [set], [new]], ...]}}") from None
 
 
 @dataclass(frozen=True)

@@ -1202,13 +1202,15 @@ def test_a_resumed_characterisation_paces_itself_on_the_chunks_it_measures(monke
 def _icelake_like(mode: bool) -> PortMapping:
     """Ice Lake-SP's vector ports in miniature, with catalogue names (the mode stage reads their
     operands): beside a zmm scheme, vector integer µops on {0,1,5} lose port 1 (``mode``);
-    floating point on {0,1} keeps it, a vector shift there loses it; ``vpord xmm`` on {0,1,5} keeps
-    it too (schemes of one set that differ, on the set the mode probes find and on another)."""
+    on {0,1} floating point moves to {0,5}, a vector shift loses port 1 and ``vpmulld`` keeps it,
+    and ``vpord xmm`` on {0,1,5} keeps it too (schemes of one set that differ, on the set the mode
+    probes find and on another, blocking instructions among them)."""
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
     vint = s(0, 5) if mode else s(0, 1, 5)
     return PortMapping(["0", "1", "2", "3", "5", "6"], {
         "popcnt_r64_r64": [(s(1), 1)], "korw_k_k_k": [(s(0), 1)], "vbroadcastss_xmm_xmm": [(s(5), 1)],
-        "vcvtdq2ps_xmm_xmm": [(s(0, 1), 1)], "vpaddd_xmm_xmm_xmm": [(vint, 1)], "sete_r8": [(s(0, 6), 1)],
+        "vcvtdq2ps_xmm_xmm": [(s(0, 5) if mode else s(0, 1), 1)], "vpaddd_xmm_xmm_xmm": [(vint, 1)],
+        "vmulps_xmm_xmm_xmm": [(s(0, 5) if mode else s(0, 1), 1)], "sete_r8": [(s(0, 6), 1)],
         "vpslld_xmm_xmm_i8": [(s(0) if mode else s(0, 1), 1)], "vpord_xmm_xmm_xmm": [(s(0, 1, 5), 1)],
         "mov_r64_i32": [(s(0, 1, 5, 6), 1)], "mov_r64_m64": [(s(2, 3), 1)],
         "vpaddd_ymm_ymm_ymm": [(vint, 1)], "vpmulld_ymm_ymm_ymm": [(s(0, 1), 2)],
@@ -1244,8 +1246,9 @@ def test_zmm_schemes_that_switch_a_port_off_are_mapped_and_mixes_with_them_predi
     assert {"vpaddd_zmm_zmm_zmm", "vfmadd231ps_zmm_zmm_zmm", "vpermd_zmm_zmm_zmm"} <= set(res.mapping.uops)
     # one set, two behaviours: each scheme's own probe decides (the set's blocking instruction speaks for one)
     q01 = frozenset({"0", "1"})
-    assert [mode.narrow(i, q01) for i in ("vpslld_xmm_xmm_i8", "vcvtdq2ps_xmm_xmm", "vpmulld_ymm_ymm_ymm")] == \
-        [frozenset({"0"}), q01, q01], mode
+    q05 = res.mapping.uops["vfmadd231ps_zmm_zmm_zmm"][0].ports
+    assert [mode.narrow(i, q01) for i in ("vpslld_xmm_xmm_i8", "vcvtdq2ps_xmm_xmm", "vmulps_xmm_xmm_xmm",
+                                          "vpmulld_ymm_ymm_ymm")] == [frozenset({"0"}), q05, q05, q01], mode
     vint = res.mapping.uops["vpord_xmm_xmm_xmm"][0].ports
     assert [mode.narrow(i, vint) for i in ("vpaddd_xmm_xmm_xmm", "vpord_xmm_xmm_xmm")] == [vint - {mode.port}, vint]
     names = sorted(res.model.schemes)

@@ -88,10 +88,16 @@ def test_an_experiment_with_a_trigger_runs_without_the_modes_port_on_both_routes
     affected = frozenset(data.draw(st.lists(st.sampled_from(names), max_size=4)))
     sets = frozenset(data.draw(st.lists(st.sampled_from([q for q in SETS if "1" in q and len(q) > 1]),
                                         min_size=1, unique=True)))
-    moded = ModelledMapping(model.mapping, model.schemes, Mode("1", sets, triggers, affected))
+    on_one = sorted({(i, u.ports) for i in e for u in model.on_ports.get(i, ()) if "1" in u.ports and len(u.ports) > 1},
+                    key=lambda x: (x[0], sorted(x[1])))
+    moved = {(i, q): (q - {"1"}) | data.draw(st.sampled_from([frozenset(), frozenset({"0"}), frozenset({"2"})]))
+             for i, q in (data.draw(st.lists(st.sampled_from(on_one), max_size=3)) if on_one else [])}
+    also = frozenset((i, q, new) for (i, q), new in moved.items())
+    moded = ModelledMapping(model.mapping, model.schemes, Mode("1", sets, triggers, affected, (), also))
     ref = private_ports(model, r_max)
     if any(i in triggers for i in e):
-        ref = PortMapping(ref.ports, {i: [(u.ports - {"1"} if i in affected and u.ports in sets else u.ports, u.count)
+        ref = PortMapping(ref.ports, {i: [(moved.get((i, u.ports), u.ports - {"1"} if i in affected and u.ports in sets
+                                                     else u.ports), u.count)
                                           for u in us] for i, us in ref.uops.items()})
     exact = moded.inverse_throughput(e, r_max)
     assert exact == inverse_throughput(ref, e)
@@ -101,7 +107,7 @@ def test_an_experiment_with_a_trigger_runs_without_the_modes_port_on_both_routes
 def test_a_mode_round_trips_through_the_file_and_a_bad_one_is_refused(tmp_path):
     m = PortMapping(PORTS, {"vadd": [(frozenset({"0", "1", "2"}), 1)], "zadd": [(frozenset({"0", "2"}), 1)]})
     mode = Mode("1", frozenset({frozenset({"0", "1", "2"})}), frozenset({"zadd"}), frozenset({"vadd", "zadd"}),
-                ((Experiment({"vadd": 12, "zadd": 1}), 6.5),), frozenset({("zadd", frozenset({"0", "1"}))}))
+                ((Experiment({"vadd": 12, "zadd": 1}), 6.5),), frozenset({("zadd", frozenset({"0", "1"}), frozenset({"0", "2"}))}))
     model = ModelledMapping(m, {}, mode)
     path = tmp_path / "m.json"
     path.write_text(json.dumps(model.to_json()))
@@ -111,6 +117,8 @@ def test_a_mode_round_trips_through_the_file_and_a_bad_one_is_refused(tmp_path):
     assert back.inverse_throughput(Experiment({"vadd": 12})) == 4
     with pytest.raises(FormatError, match="another port"):
         Mode("1", frozenset({frozenset({"1"})}), frozenset(), frozenset())
+    with pytest.raises(FormatError, match="without port"):
+        Mode("1", frozenset(), frozenset(), frozenset(), (), frozenset({("v", frozenset("01"), frozenset("12"))}))
     doc = model.to_json()
     doc["mode"] = {"port": "1"}
     path.write_text(json.dumps(doc))

@@ -18,12 +18,16 @@ operand are the triggers, schemes with a vector register operand the affected on
 (:func:`vector_kinds`); the probes are the mode's witnesses.
 
 A blocking instruction speaks for its set, but schemes on one set need not agree: on Ice Lake-SP
-``vpslld xmm`` on ports 0 and 1 loses port 1 beside a zmm scheme where ``vcvtdq2ps xmm`` there
-keeps it. So once every scheme has its µops, each affected one with a µop on a set that holds
-the port (blocking instructions aside) is probed on its own (:func:`each`): k copies beside the
-trigger, k the fewest that set the two readings (that µop narrowed or not) 25 % apart. The
-measurement settles that scheme's narrowing when it is within TOLERANCE of one reading and
-nearer to it (:func:`refined`); otherwise the set's rule stands.
+beside a zmm scheme ``vpslld xmm`` on ports 0 and 1 loses port 1, while ``vcvtdq2ps xmm`` there
+moves to ports 0 and 5 ({vcvtdq2ps xmm:2, trigger:1} = 1.5 cycles, 1.0 on {0,1}, 2.0 on {0}).
+So each affected scheme with a µop on a set Q that holds the port is probed on its own
+(:func:`each`): k copies beside the trigger, k the fewest that set the readings of every place
+the µop may run (:func:`options`: Q, Q without the port, or that with another port of the mode's
+sets) 25 % apart; the one reading within TOLERANCE of the measurement decides (:func:`refined`),
+none leaves the set's rule. The vector blocking instructions are probed so right after the port
+is found, the trigger taken as one µop on the vector ports the mode leaves (they must fit its
+time alone), since the triggers are characterised against them; every other scheme once all have
+their µops (stage ``mode schemes``).
 """
 
 from __future__ import annotations
@@ -126,16 +130,25 @@ def detect(measure: Callable[[list[Experiment]], list[float]], blocking: PortMap
         port = next(iter(ports))
         why = f"beside 512-bit schemes port {port} serves no vector µop of {', '.join('{' + ','.join(sorted(q)) + '}' for q in slowed)}"
         out.update(port=port, sets=[sorted(q) for q in slowed])
+        # each vector blocking instruction on its own (the triggers are characterised against
+        # them), the trigger taken as one µop on the vector ports the mode leaves, if it fits them
+        left = frozenset().union(*slowed) - {port}
+        if abs(len(left) * tps[trigger] - 1) <= TOLERANCE:
+            mode = mode_of({**out, "why": why}, triggers, vector)
+            with_trigger = PortMapping(blocking.ports, {**blocking.uops, trigger: [(left, 1)]})
+            out["blockers"] = each(measure, ModelledMapping(with_trigger, {}, mode), trigger, (), r_max)
     say(f"  mode: {why}")
     return {**out, "why": why}
 
 
 def mode_of(result: Mapping[str, Any], triggers: Iterable[str], affected: Iterable[str]) -> Mode | None:
-    """The :class:`Mode` a stage result found (None when it found none)."""
+    """The :class:`Mode` a stage result found (None when it found none), with its blocking
+    instructions' own probes."""
     if result.get("port") is None:
         return None
-    return Mode(str(result["port"]), frozenset(frozenset(q) for q in result["sets"]), frozenset(triggers),
+    mode = Mode(str(result["port"]), frozenset(frozenset(q) for q in result["sets"]), frozenset(triggers),
                 frozenset(affected), tuple((Experiment(p["experiment"]), float(p["measured"])) for p in result["probes"]))
+    return refined(mode, result["blockers"]) if "blockers" in result else mode
 
 
 class InMode:
@@ -162,50 +175,53 @@ def narrowed(blocking: PortMapping, suite: Suite, mode: Mode) -> tuple[PortMappi
     return mode.apply(blocking), [(b, mode.narrow(b, q)) for b, q in suite]
 
 
-def _set(mode: Mode, i: str, q: frozenset[str], on: bool) -> Mode:
-    """``mode`` with scheme ``i``'s µops on ``q`` narrowed (``on``) or not, its other sets kept:
-    ``i``'s narrowing moves from the set rule into ``also``."""
-    own = {p for j, p in mode.also if j == i} | (set(mode.sets) if i in mode.affected else set())
-    own = own | {q} if on else own - {q}
-    return replace(mode, affected=mode.affected - {i},
-                   also=frozenset({(j, p) for j, p in mode.also if j != i} | {(i, p) for p in own}))
+def _set(mode: Mode, i: str, q: frozenset[str], new: frozenset[str]) -> Mode:
+    """``mode`` with scheme ``i``'s µops on ``q`` running on ``new`` in it."""
+    return replace(mode, also=frozenset({x for x in mode.also if x[:2] != (i, q)} | {(i, q, new)}))
+
+
+def options(mode: Mode, q: frozenset[str]) -> list[frozenset[str]]:
+    """Where a µop on ``q`` may run in the mode: all of ``q``, ``q`` without the port, or that with
+    another port of the mode's sets instead (the µop moved to another unit of the vector side)."""
+    rest = q - {mode.port}
+    moved = [rest | {r} for r in sort_ports(frozenset().union(*mode.sets) - q)]
+    return [q, rest, *moved]
 
 
 def each(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, trigger: str,
-         blocking: Iterable[str], r_max: float | None, most: int = 32) -> dict[str, Any]:
+         skip: Iterable[str], r_max: float | None, most: int = 32) -> dict[str, Any]:
     """The per-scheme probes (see the module docstring): ``{"probes": [{"scheme", "ports",
-    "experiment", "now", "flipped", "measured"}], "unclear": [scheme, ...]}`` where ``now`` and
-    ``flipped`` are the model's readings with the scheme's µop as the mode has it and toggled."""
+    "experiment", "readings": [[new set, tp⁻¹], ...], "measured"}], "unclear": [scheme, ...]}``."""
     mode = model.mode
     assert mode is not None
-    skip = set(blocking) | mode.triggers
+    skip = set(skip) | mode.triggers
     todo, unclear = [], []
     for i, us in sorted(model.on_ports.items()):
-        if i in skip or not (i in mode.affected or any(j == i for j, _ in mode.also)):
+        if i in skip or i not in mode.affected:
             continue
         for q in sorted({u.ports for u in us if mode.port in u.ports and len(u.ports) >= 2}, key=sort_ports):
-            flip = ModelledMapping(model.mapping, model.schemes, _set(mode, i, q, mode.narrow(i, q) == q))
+            alt = [(new, ModelledMapping(model.mapping, model.schemes, _set(mode, i, q, new))) for new in options(mode, q)]
             for k in range(2, most + 1):
                 e = Experiment({i: k, trigger: 1})
-                now, other = (float(m.inverse_throughput(e, r_max)) for m in (model, flip))
-                if abs(other - now) >= 0.25 * min(now, other):
-                    todo.append((i, q, e, now, other))
+                got = [(new, float(m.inverse_throughput(e, r_max))) for new, m in alt]
+                ts = sorted(t for _, t in got)
+                if all(b - a >= 0.25 * a for a, b in zip(ts, ts[1:])):
+                    todo.append((i, q, e, got))
                     break
             else:
                 unclear.append(i)
-    got = measure([e for *_, e, _, _ in todo]) if todo else []
-    return {"probes": [{"scheme": i, "ports": sort_ports(q), "experiment": dict(e.items()), "now": now,
-                        "flipped": other, "measured": t}
-                       for (i, q, e, now, other), t in zip(todo, got)], "unclear": sorted(set(unclear))}
+    measured = measure([e for _, _, e, _ in todo]) if todo else []
+    return {"probes": [{"scheme": i, "ports": sort_ports(q), "experiment": dict(e.items()),
+                        "readings": [[sort_ports(new), t] for new, t in got], "measured": t}
+                       for (i, q, e, got), t in zip(todo, measured)], "unclear": sorted(set(unclear))}
 
 
 def refined(mode: Mode, found: Mapping[str, Any]) -> Mode:
-    """``mode`` with the narrowing of every scheme whose probe read the toggled reading toggled,
-    and those probes among its witnesses."""
+    """``mode`` with every probed scheme's µops where its probe read them (the reading within
+    TOLERANCE of the measurement; none: as the mode had them), and those probes among its witnesses."""
     for p in found["probes"]:
-        t, now, other = p["measured"], p["now"], p["flipped"]
-        if t == t and abs(t - other) <= TOLERANCE * other and abs(t - other) < abs(t - now):
-            q = frozenset(p["ports"])
-            mode = _set(mode, p["scheme"], q, mode.narrow(p["scheme"], q) == q)
-            mode = replace(mode, witnesses=mode.witnesses + ((Experiment(p["experiment"]), t),))
+        t, i, q = p["measured"], p["scheme"], frozenset(p["ports"])
+        near = [frozenset(new) for new, r in p["readings"] if t == t and abs(t - r) <= TOLERANCE * r]
+        if len(near) == 1 and near[0] != mode.narrow(i, q):
+            mode = replace(_set(mode, i, q, near[0]), witnesses=mode.witnesses + ((Experiment(p["experiment"]), t),))
     return mode

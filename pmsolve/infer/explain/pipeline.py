@@ -16,7 +16,7 @@
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others);
 9b. ``mode schemes`` — with a mode: each affected scheme on a set with the mode's port, beside the
-                     trigger on its own: whether that scheme loses the port (``Mode.also``);
+                     trigger on its own: where its µops run in the mode (``Mode.also``);
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
@@ -247,7 +247,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     if triggers & set(single) and affected & set(bmap.uops):     # no triggers with a counter
         found = stage("mode", lambda: modes.detect(orc.measure, bmap, suite, triggers, affected, single, r_max, say))
         mode = modes.mode_of(found, triggers, affected)
-        summary["mode"] = {k: found.get(k) for k in ("port", "sets", "why", "trigger", "probes")}
+        summary["mode"] = {k: found.get(k) for k in ("port", "sets", "why", "trigger", "probes", "blockers")}
 
     def characterise_all(run: int) -> dict[str, Explanation]:
         """Every scheme of todo against the suite; triggers of a mode against the suite as they see it."""
