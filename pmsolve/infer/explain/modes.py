@@ -171,7 +171,7 @@ class InMode:
 
 
 def narrowed(blocking: PortMapping, suite: Suite, mode: Mode) -> tuple[PortMapping, Suite]:
-    """The blocking instructions as a trigger sees them: the mode's port out of the mode's sets."""
+    """The blocking instructions as a trigger sees them: where the mode runs their µops."""
     return mode.apply(blocking), [(b, mode.narrow(b, q)) for b, q in suite]
 
 
@@ -212,7 +212,7 @@ def each(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
                 unclear.append(i)
     measured = measure([e for _, _, e, _ in todo]) if todo else []
     return {"probes": [{"scheme": i, "ports": sort_ports(q), "experiment": dict(e.items()),
-                        "readings": [[sort_ports(new), t] for new, t in got], "measured": t}
+                        "readings": [[sort_ports(new), r] for new, r in got], "measured": t}
                        for (i, q, e, got), t in zip(todo, measured)], "unclear": sorted(set(unclear))}
 
 
