@@ -8,6 +8,7 @@ from __future__ import annotations
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.jobs.misses import localise
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import Mode
 from pmsolve.throughput import evaluate_many
 
 PORTS = ("0", "1", "2", "3", "h")
@@ -109,3 +110,21 @@ def test_a_core_slower_than_the_sum_of_two_parts_or_faster_than_one_fits_no_port
     ac = next(c for c in cores if c.experiment == Experiment({"a": 1, "c": 1}))
     assert ac.to_json()["parts"] == [{"experiment": {"c": 1}, "measured": 1.0},
                                      {"experiment": {"a": 1}, "measured": 1.0}]
+
+
+def test_with_a_mode_the_mapping_predicts_in_it_and_mixes_the_mode_explains_are_no_misses():
+    """Beside a trigger ``z`` port 1 serves no µop of ``v`` (Intel's AVX-512 mode): the job's
+    model says so, and the misses must be judged by it, not by the plain port mapping."""
+    plain = PortMapping(("0", "1"), {"v": [({"0", "1"}, 1)], "z": [({"0"}, 1)]})
+    narrowed = PortMapping(("0", "1"), {"v": [({"0"}, 1)], "z": [({"0"}, 1)]})
+
+    class InMode(SimulatedOracle):
+        def measure(self, experiments):
+            return [SimulatedOracle(narrowed if "z" in e else plain).measure([e])[0] for e in experiments]
+
+    mode = Mode("1", frozenset({frozenset({"0", "1"})}), frozenset({"z"}), frozenset({"v"}))
+    held = [Experiment({"v": 2, "z": 1}), Experiment({"v": 4})]
+    oracle = InMode(plain)
+    assert localise(oracle, plain, None, held, oracle.measure(held), mode=mode) == (0, [])
+    count, cores = localise(oracle, plain, None, held, oracle.measure(held))
+    assert count == 1 and cores[0].measured == 3.0 and cores[0].predicted == 1.5

@@ -465,7 +465,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             t = _stage(seconds, "PMEvo", t)
         if scored:
             say("  localising the worst held-out misses")
-            misses = held_out_misses.localise(oracle, mapping, r_max, held, measured)
+            misses = held_out_misses.localise(oracle, mapping, r_max, held, measured, mode=model.mode)
             t = _stage(seconds, "misses localised", t)
     finally:
         hw.close()

@@ -36,6 +36,7 @@ from typing import Any
 from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.certify import contradicted, splits
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import Mode, ModelledMapping
 from pmsolve.throughput import evaluate_many
 
 #: a relative miss beyond this counts (the MAPE the issue targets)
@@ -86,14 +87,22 @@ def kind_of(mapping: PortMapping, e: Experiment) -> str:
 
 
 def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[Experiment],
-             measured: Sequence[float], *, margin: float = MARGIN, limit: int = 30) -> tuple[int, list[Core]]:
+             measured: Sequence[float], *, margin: float = MARGIN, limit: int = 30,
+             mode: Mode | None = None) -> tuple[int, list[Core]]:
     """(number of held-out experiments of ``mapping``'s schemes that miss by more than
     ``margin``, their cores): the ``limit`` worst are shrunk level by level, one batch of
-    measurements per level for all of them. Cores are sorted by how many misses shrank to them."""
+    measurements per level for all of them. Cores are sorted by how many misses shrank to them.
+    With a ``mode`` the mapping predicts as the job's model does: in the mode where a trigger is
+    in the experiment (without it, every mix with a zmm scheme looked like a miss on Intel)."""
     known: dict[Experiment, float] = {}
     mine = [(e, m) for e, m in zip(held, measured)
             if m == m and m > 0 and all(n in mapping.uops for n in e)]
-    predicted = {e: float(p) for (e, _), p in zip(mine, evaluate_many(mapping, [e for e, _ in mine], r_max=r_max))}
+    model = ModelledMapping(mapping, {}, mode) if mode is not None else None
+
+    def predict(exps: list[Experiment]) -> Sequence[float]:
+        return model.evaluate_many(exps, r_max) if model is not None else evaluate_many(mapping, exps, r_max=r_max)
+
+    predicted = {e: float(p) for (e, _), p in zip(mine, predict([e for e, _ in mine]))}
     misses = [(e, m) for e, m in mine if abs(miss(m, predicted[e])) > margin]
     misses.sort(key=lambda em: -abs(miss(em[1], predicted[em[0]])))
     current = {e: e for e, _ in misses[:limit]}     # held-out experiment -> where its walk stands
@@ -105,7 +114,7 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
         fresh = list(dict.fromkeys(s for ss in subs.values() for s in ss if s not in known))
         if fresh:
             known.update(zip(fresh, oracle.measure(fresh)))
-            predicted.update(zip(fresh, (float(p) for p in evaluate_many(mapping, fresh, r_max=r_max))))
+            predicted.update(zip(fresh, (float(p) for p in predict(fresh))))
         for e, at in list(current.items()):
             slower = miss(known[at], predicted[at]) > 0
             worse = [s for s in subs.get(e, []) if misses_like(known[s], predicted[s], slower, margin)]
