@@ -1250,6 +1250,8 @@ def test_zmm_schemes_that_switch_a_port_off_are_mapped_and_mixes_with_them_predi
     assert [mode.narrow(i, q01) for i in ("vpslld_xmm_xmm_i8", "vcvtdq2ps_xmm_xmm", "vmulps_xmm_xmm_xmm",
                                           "vpmulld_ymm_ymm_ymm")] == [frozenset({"0"}), q05, q05, q01], mode
     vint = res.mapping.uops["vpord_xmm_xmm_xmm"][0].ports
+    assert re.search(r"by their own probes 2 scheme\(s\) move to other ports .* 1 lose port \d .* keep it",
+                     res.summary["mode"]["why"]), res.summary["mode"]["why"]
     assert [mode.narrow(i, vint) for i in ("vpaddd_xmm_xmm_xmm", "vpord_xmm_xmm_xmm")] == [vint - {mode.port}, vint]
     names = sorted(res.model.schemes)
     rng = random.Random(5)

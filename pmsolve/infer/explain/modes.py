@@ -225,3 +225,21 @@ def refined(mode: Mode, found: Mapping[str, Any]) -> Mode:
         if len(near) == 1 and near[0] != mode.narrow(i, q):
             mode = replace(_set(mode, i, q, near[0]), witnesses=mode.witnesses + ((Experiment(p["experiment"]), t),))
     return mode
+
+
+def also_text(mode: Mode) -> str:
+    """'; by their own probes 32 scheme(s) move to other ports (vaddpd_xmm_xmm_xmm {0,1} → {0,3}, …),
+    16 lose port 1 (…), 1 keep it (…)' or '': what the per-scheme probes changed."""
+    moved = sorted((i, q, n) for i, q, n in ((i, sort_ports(q), sort_ports(n)) for i, q, n in mode.also)
+                   if n != q and not set(n) <= set(q))
+    lost = sorted(i for i, q, n in mode.also if n != q and n <= q)
+    kept = sorted(i for i, q, n in mode.also if n == q)
+    parts = []
+    if moved:
+        i, q, n = moved[0]
+        parts.append(f"{len(moved)} scheme(s) move to other ports ({i} {{{','.join(q)}}} → {{{','.join(n)}}}, …)")
+    if lost:
+        parts.append(f"{len(lost)} lose port {mode.port} ({lost[0]}, …)")
+    if kept:
+        parts.append(f"{len(kept)} keep it ({kept[0]}, …)")
+    return "; by their own probes " + ", ".join(parts) if parts else ""

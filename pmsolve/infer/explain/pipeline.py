@@ -300,6 +300,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         mode = modes.refined(mode, got)
         model = ModelledMapping(model.mapping, model.schemes, mode)
         summary["mode"]["schemes"] = got
+        summary["mode"]["why"] += modes.also_text(mode)
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))
