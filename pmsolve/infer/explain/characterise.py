@@ -66,6 +66,8 @@ def flooding_copies(q: int, uops: int, per_copy: int, r_max: float | None) -> in
 #: instruction), and copies that do not outlast it leave its own bottleneck in charge (17 copies
 #: of ``bt r64, i8`` beside it gave 1.0 µops on two ALUs it does not use)
 OUTLAST = 1.25
+#: a scheme with no µop found whose tp⁻¹ alone exceeds this many front-end cycles gets a second sample
+BARE = 1.5
 
 
 def tight_copies(q: frozenset[str], found: dict[frozenset[str], int], tp: float, per_copy: int,
@@ -675,9 +677,13 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                     # estimate's noise grows with k; the settled ones keep their samples
                     pending += restart(i, s, "tight", keep=s.probes.keys() - unsettled)
                     continue
+            # nothing found, yet alone the scheme outlasts the front end: it holds ports, so one
+            # sample that read no µop may be a glitch (on the Ice Lake-SP one too-fast sample,
+            # 1.30 for 1.51, left `vaddpd xmm` with no µop at all): one more sample of each
+            bare = not s.found and r_max is not None and single[i]["tp"] * r_max > BARE
             for q, p in s.probes.items():
                 if (s.within(o.budget) and not p.settled(on[q], o.clear, o.noise) and len(p.samples) <= o.remeasure
-                        and p.undecided(o.clear, o.noise)):
+                        and p.undecided(o.clear, o.noise)) or (bare and len(p.samples) < 2):
                     # noise: fresh samples, each with whole cycles of Q more copies
                     sample(i, s, p, p.copies() + step[q])
                     pending.append(p)
