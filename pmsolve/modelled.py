@@ -37,8 +37,8 @@ with a ``models`` section (:meth:`ModelledMapping.to_json`); a file without one 
 A :class:`Mode` says that while a *trigger* scheme is in the experiment, one port serves no µop
 of the *affected* schemes on some port sets: Intel cores with AVX-512 turn off the vector
 integer unit of port 1 while 512-bit µops are in flight, so a 128/256-bit add that runs on three
-ports runs on two beside any zmm instruction (floating point on ports 0 and 1 keeps both;
-:mod:`pmsolve.infer.explain.modes` finds it). Where schemes on one port set differ (Ice Lake-SP's
+ports runs on two beside any zmm instruction (:mod:`pmsolve.infer.explain.modes` finds it).
+Where schemes on one port set differ (Ice Lake-SP's
 vector shifts on ports 0 and 1 lose port 1, its floating-point adds there move to ports 0 and
 5), a scheme's own probe says where its µops on a set run in the mode (``also``). An experiment
 with a trigger is evaluated on the mapping with that port taken out of those sets, or the µops
@@ -191,17 +191,18 @@ class Mode:
             raise FormatError(f"mode: every set must hold port {self.port!r} and another port")
         if any(not new or (new != q and self.port in new) for _, q, new in self.also):
             raise FormatError(f"mode: a moved set must be the set itself or one without port {self.port!r}")
-        if len({(i, q) for i, q, _ in self.also}) < len(self.also):
+        moved = {(i, q): new for i, q, new in self.also}     # narrow's lookup, once
+        if len(moved) < len(self.also):
             raise FormatError("mode: a scheme's set is moved once")
+        object.__setattr__(self, "_moved", moved)
 
     def applies(self, e: Experiment) -> bool:
         return any(i in self.triggers for i in e)
 
     def narrow(self, i: str, ports: frozenset[str]) -> frozenset[str]:
         """The ports a µop of scheme ``i`` on ``ports`` may use in the mode."""
-        for j, q, new in self.also:
-            if j == i and q == ports:
-                return new
+        if (i, ports) in self._moved:
+            return self._moved[(i, ports)]
         return ports - {self.port} if i in self.affected and ports in self.sets else ports
 
     def apply(self, mapping: PortMapping) -> PortMapping:

@@ -188,6 +188,15 @@ def options(mode: Mode, q: frozenset[str]) -> list[frozenset[str]]:
     return [q, rest, *moved]
 
 
+def _only(model: ModelledMapping, names: Iterable[str]) -> ModelledMapping:
+    """``model`` cut down to ``names``: an experiment of them evaluates as in ``model`` (its
+    ports, costs and slots are theirs), without rebuilding every other scheme per probe reading."""
+    names = list(names)
+    mapped = {j: model.mapping.uops[j] for j in names if model.mapping is not None and j in model.mapping.uops}
+    return ModelledMapping(PortMapping(model.mapping.ports, mapped) if mapped else None,
+                           {j: model.schemes[j] for j in names}, model.mode)
+
+
 def each(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, trigger: str,
          skip: Iterable[str], r_max: float | None, most: int = 32) -> dict[str, Any]:
     """The per-scheme probes (see the module docstring): ``{"probes": [{"scheme", "ports",
@@ -200,7 +209,8 @@ def each(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         if i in skip or i not in mode.affected:
             continue
         for q in sorted({u.ports for u in us if mode.port in u.ports and len(u.ports) >= 2}, key=sort_ports):
-            alt = [(new, ModelledMapping(model.mapping, model.schemes, _set(mode, i, q, new))) for new in options(mode, q)]
+            two = _only(model, (i, trigger))
+            alt = [(new, ModelledMapping(two.mapping, two.schemes, _set(mode, i, q, new))) for new in options(mode, q)]
             for k in range(2, most + 1):
                 e = Experiment({i: k, trigger: 1})
                 got = [(new, float(m.inverse_throughput(e, r_max))) for new, m in alt]
@@ -230,9 +240,8 @@ def refined(mode: Mode, found: Mapping[str, Any]) -> Mode:
 def also_text(mode: Mode) -> str:
     """'; by their own probes 32 scheme(s) move to other ports (vaddpd_xmm_xmm_xmm {0,1} → {0,3}, …),
     16 lose port 1 (…), 1 keep it (…)' or '': what the per-scheme probes changed."""
-    moved = sorted((i, q, n) for i, q, n in ((i, sort_ports(q), sort_ports(n)) for i, q, n in mode.also)
-                   if n != q and not set(n) <= set(q))
-    lost = sorted(i for i, q, n in mode.also if n != q and n <= q)
+    moved = sorted((i, sort_ports(q), sort_ports(n)) for i, q, n in mode.also if n - q)
+    lost = sorted(i for i, q, n in mode.also if n < q)
     kept = sorted(i for i, q, n in mode.also if n == q)
     parts = []
     if moved:
