@@ -43,6 +43,14 @@ vector shifts on ports 0 and 1 lose port 1, its floating-point adds there move t
 5), a scheme's own probe says where its µops on a set run in the mode (``also``). An experiment
 with a trigger is evaluated on the mapping with that port taken out of those sets, or the µops
 moved as ``also`` says.
+
+A :class:`Shared` resource is a bottleneck beside the ports that several schemes hold for a
+measured time per copy, adding up: Ice Lake-SP's load path beside 512-bit loads (0.888 cycles
+per zmm load, and beside one 0.60 per ymm load, 0.46 per xmm load), its divider (``vdivpd zmm``
+16 cycles, ``vdivps xmm`` 3 alone and 5 beside a wider divide: the divider then runs at 256-bit
+width). A scheme holds ``hold`` cycles always, ``beside`` cycles (instead) while any scheme of
+``context`` is in the experiment; the resource adds the constraint tp⁻¹ ≥ Σ n_i·hold_i
+(:mod:`pmsolve.infer.explain.shared` finds such resources).
 """
 
 from __future__ import annotations
@@ -161,10 +169,13 @@ class Limit:
     frontend_bound: bool = False
     cost_of: str | None = None
     alone: bool = False                    # the experiment is ``cost_of`` by itself: its time alone
+    shared: str | None = None              # the name of a :class:`Shared` resource
 
     def describe(self) -> str:
         if self.frontend_bound:
             return "front end (R_max)"
+        if self.shared is not None:
+            return f"shared resource {self.shared}"
         if self.alone:
             return f"{self.cost_of} by itself (its measured time alone)"
         if self.cost_of is not None:
@@ -229,6 +240,53 @@ class Mode:
 
 
 @dataclass(frozen=True)
+class Shared:
+    """A resource beside the ports that its schemes hold ``hold`` cycles per copy, and ``beside``
+    cycles instead while a scheme of ``context`` is in the experiment (module docstring);
+    ``witnesses``: the experiments that showed it, with their measured cycles."""
+
+    name: str
+    hold: Mapping[str, Fraction]
+    beside: Mapping[str, Fraction] = field(default_factory=dict)
+    context: frozenset[str] = frozenset()
+    witnesses: tuple[tuple[Experiment, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(t < 0 for t in [*self.hold.values(), *self.beside.values()]):
+            raise FormatError(f"shared {self.name!r}: a hold must be a non-negative number of cycles")
+
+    @property
+    def schemes(self) -> frozenset[str]:
+        return frozenset(self.hold) | frozenset(self.beside) | self.context
+
+    def time(self, e: Experiment) -> Fraction:
+        """Σ n_i·hold_i over ``e`` (``beside`` where a scheme of ``context`` is in ``e``)."""
+        on = any(i in self.context for i in e)
+        return sum((n * (self.beside.get(i, self.hold.get(i, 0)) if on else self.hold.get(i, 0))
+                    for i, n in e.items()), Fraction(0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "hold": {i: float(t) for i, t in sorted(self.hold.items())},
+                "beside": {i: float(t) for i, t in sorted(self.beside.items())}, "context": sorted(self.context),
+                "witnesses": [{"experiment": dict(e.items()), "measured": t} for e, t in self.witnesses]}
+
+    @classmethod
+    def from_json(cls, d: Any, source: str = "") -> "Shared":
+        cycles = lambda x: Fraction(x).limit_denominator(10_000)  # noqa: E731
+        try:
+            if any(isinstance(x, bool) or not isinstance(x, (int, float))
+                   for k in ("hold", "beside") for x in d.get(k, {}).values()):
+                raise TypeError
+            return cls(str(d["name"]), {str(i): cycles(t) for i, t in d["hold"].items()},
+                       {str(i): cycles(t) for i, t in d.get("beside", {}).items()},
+                       frozenset(map(str, d.get("context", []))),
+                       tuple((Experiment(dict(w["experiment"])), float(w["measured"])) for w in d.get("witnesses", [])))
+        except (TypeError, KeyError, ValueError, AttributeError, ValidationError):
+            raise FormatError(f"{source}: each of 'shared' must be {{'name': n, 'hold': {{scheme: cycles}}, "
+                              "'beside': {scheme: cycles}, 'context': [...], 'witnesses': [...]}}") from None
+
+
+@dataclass(frozen=True)
 class ModelledMapping:
     """The port mapping of the mapped schemes (``mapped``, ``unit``) and a model for every scheme;
     the µops of ``ports + cost`` schemes live in their models, so that the mapping read alone
@@ -237,6 +295,7 @@ class ModelledMapping:
     mapping: PortMapping | None          # None: no scheme is mapped
     schemes: Mapping[str, SchemeModel] = field(default_factory=dict)
     mode: Mode | None = None
+    shared: tuple[Shared, ...] = ()
 
     def __post_init__(self) -> None:
         models = dict(self.schemes)
@@ -255,6 +314,10 @@ class ModelledMapping:
         if self.mode is not None and self.mode.port not in ports:
             raise FormatError(f"mode: port {self.mode.port!r} is not a port of the mapping")
         object.__setattr__(self, "_in_mode", self.mode.apply(combined) if self.mode and combined else combined)
+        object.__setattr__(self, "shared", tuple(self.shared))
+        for r in self.shared:
+            if r.schemes - set(models):
+                raise FormatError(f"shared {r.name!r}: unknown scheme(s) {sorted(r.schemes - set(models))[:3]}")
 
     def _ports_for(self, e: Experiment) -> PortMapping:
         """The port mapping that evaluates ``e``: in the mode when a trigger is in it."""
@@ -317,6 +380,9 @@ class ModelledMapping:
         for c, i in self._costs(e):
             if c > best.inverse_throughput:
                 best = Limit(c, cost_of=i)
+        for res in self.shared:
+            if (t := res.time(e)) > best.inverse_throughput:
+                best = Limit(t, shared=res.name)
         if r is not None and (front := Fraction(self.slots_of(e)) / r) > best.inverse_throughput:
             best = Limit(front, frontend_bound=True)
         return best
@@ -341,6 +407,8 @@ class ModelledMapping:
             costs = self._costs(e)
             if costs:
                 out[j] = max(out[j], float(max(c for c, _ in costs)))
+            for res in self.shared:
+                out[j] = max(out[j], float(res.time(e)))
         if r_max is not None:
             r = float(check_r_max(r_max))
             out = np.maximum(out, np.array([self.slots_of(e) / r for e in exps]))
@@ -355,6 +423,8 @@ class ModelledMapping:
         doc["models"] = {i: m.to_json() for i, m in self.schemes.items()}
         if self.mode is not None:
             doc["mode"] = self.mode.to_json()
+        if self.shared:
+            doc["shared"] = [r.to_json() for r in self.shared]
         return doc
 
     @classmethod
@@ -365,11 +435,15 @@ class ModelledMapping:
         else:
             mapping = mapping_from_json(data, source)
         mode = Mode.from_json(data["mode"], source) if isinstance(data, dict) and "mode" in data else None
+        shared = data.get("shared", []) if isinstance(data, dict) else []
+        if not isinstance(shared, list):
+            raise FormatError(f"{source}: 'shared' must be a list of resources")
+        shared = tuple(Shared.from_json(r, source) for r in shared)
         if models is None:
-            return cls(mapping, mode=mode)
+            return cls(mapping, mode=mode, shared=shared)
         if not isinstance(models, dict):
             raise FormatError(f"{source}: 'models' must be an object of scheme -> model")
-        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode)
+        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode, shared)
 
 
 def load_model(path: str | Path) -> ModelledMapping:

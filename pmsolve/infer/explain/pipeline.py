@@ -17,6 +17,9 @@
    its few measurements are cached like all others);
 9b. ``mode schemes`` — with a mode: each affected scheme on a set with the mode's port, beside the
                      trigger on its own: where its µops run in the mode (``Mode.also``);
+9c. ``shared``     — without a counter: slow schemes that add up where their own costs would take
+                     the longer (a load path, a divider), and what other schemes hold of them beside
+                     (:mod:`~pmsolve.infer.explain.shared`);
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
 
@@ -37,7 +40,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import modes, slots, stages
+from pmsolve.infer.explain import modes, shared, slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -301,6 +304,13 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         model = ModelledMapping(model.mapping, model.schemes, mode)
         summary["mode"]["schemes"] = got
         summary["mode"]["why"] += modes.also_text(mode)
+    if not counter and r_max is not None:
+        trigger = summary["mode"]["trigger"] if mode is not None else None
+        got = stage(f"shared ({o.characterisation_key()})",
+                    lambda: _shared(orc, model, {i: (single.get(i) or {}).get("tp") for i in model.schemes},
+                                    r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u))))
+        model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model))
+        summary["shared"] = got
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))
@@ -366,6 +376,16 @@ def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping,
         say(f"  no units: their experiments could not be measured ({str(err)[:160]})")
         return {"units": [], "schemes": {}}
     return {"units": units, "schemes": {i: x.to_json() for i, x in placed.items()}}
+
+
+def _shared(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: float, o: ExplainOptions,
+            say: Callable[[str], None], trigger: str | None, units: frozenset[str]) -> dict[str, Any]:
+    """The shared stage (:mod:`~pmsolve.infer.explain.shared`); none when its experiments cannot be measured."""
+    try:
+        return shared.find(oracle.measure, model, alone, r_max, o, say, trigger, units)
+    except MeasurementError as err:
+        say(f"  no shared resources: their experiments could not be measured ({str(err)[:160]})")
+        return {"resources": [], "left_out": []}
 
 
 def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation], units: list[str]) -> PortMapping | None:

@@ -1,0 +1,218 @@
+"""Shared resources: a bottleneck beside the ports that schemes hold for a measured time per copy,
+adding up (past the paper's model; :class:`~pmsolve.modelled.Shared`).
+
+Units (:mod:`~pmsolve.infer.explain.units`) cover schemes slower than their ports by whole or
+half cycles, as extra ports. Ice Lake-SP shows resources that are not whole cycles and that
+schemes hold differently by context, which a port mapping cannot say: every load into a zmm
+register costs 0.888 cycles (two: 1.776), and beside one a ymm load costs 0.60, an xmm load 0.46,
+a scalar load 0.39 (the load ports alone allow 0.5 per load and two at once); ``vdivps xmm``
+takes 3 cycles alone, 6 for two, but 5 more beside any wider divide (the divider runs at 256-bit
+width while one is in flight). Each scheme so far modelled by a cost of its own then took the
+longer of two such schemes where the machine takes the sum: mixes of two 512-bit loads came out
+1.5 cycles for 2.2.
+
+Found by measurement, like units:
+
+1. *slow* schemes: those modelled with a cost that outlasts their µops on ports, or on a unit;
+   slowest first, each round takes the first pending one and measures every other beside it
+   (``{first: 1, x: 1}``); a pair that takes the sum of their times alone or more shares the first's
+   resource where the sum is longer than the two apart (the longer time alone, or their ports),
+   and x holds the pair's time minus the first's alone. A member whose hold beside the first is
+   its time alone is *full*; one that holds more there (``vdivps xmm``: 5 beside
+   ``vdivpd zmm``, 3 alone) holds that ``beside`` a full member, its time alone otherwise.
+2. *context members*: the schemes that are not slow but have a µop on a port set every full
+   member uses (the loads beside the zmm loads' load ports), two copies beside the first; one
+   slower than the model holds half the difference beside a full member (nothing otherwise).
+3. when the first member is a trigger of the AVX-512 mode, the context member that holds most is
+   measured several times beside the mode's own trigger, a scheme outside the resource: when it
+   costs its hold there too (Ice Lake-SP's ymm loads: 0.604·k beside ``vpaddd zmm``), every
+   trigger of the mode is context.
+4. every member is checked on an experiment not used to place it, beside two copies of the
+   first (``{first: 2, x: 1}``); one that misses it is left out. A resource needs two members.
+
+At most :data:`ROUNDS` resources, each round measures every pending slow scheme once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.stages import simplicity
+from pmsolve.infer.explain.units import off
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import ModelledMapping, Shared
+from pmsolve.throughput import inverse_throughput
+
+#: resources looked for at most (each round measures every pending slow scheme once)
+ROUNDS = 4
+#: copies of the context member beside the mode's trigger (step 3)
+COPIES = 4
+
+
+def _ports_time(model: ModelledMapping, e: Experiment, units: frozenset[str]) -> float:
+    """tp⁻¹ of ``e`` on its schemes' µops on ports alone, not on ``units`` (0: none)."""
+    uops = {i: us for i in e if (us := [(u.ports, u.count) for u in model.on_ports.get(i, ()) if not u.ports & units])}
+    if not uops:
+        return 0.0
+    return float(inverse_throughput(PortMapping(model._combined.ports, uops),
+                                    Experiment({i: n for i, n in e.items() if i in uops})))
+
+
+def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float | None, o: ExplainOptions,
+                 units: frozenset[str] = frozenset()) -> list[str]:
+    """Schemes whose time alone outlasts their µops on ports and the front end (a cost of their
+    own, or a unit), slowest first."""
+    out = []
+    for i, m in model.schemes.items():
+        t = alone.get(i)
+        if not isinstance(t, (int, float)) or t != t or t <= 0:
+            continue
+        e = Experiment({i: 1})
+        least = max(_ports_time(model, e, units), m.slots / r_max if r_max else 0)
+        if m.kind == "unit" or (m.cost is not None and off(e, t, least, o) and t > least):
+            out.append(i)
+    return sorted(out, key=lambda i: (-alone[i], simplicity(i)))
+
+
+def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
+         r_max: float | None, o: ExplainOptions, say: Callable[[str], None] = lambda _: None,
+         trigger: str | None = None, units: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The resources (module docstring) as a checkpointable value: ``{"resources": [{"name",
+    "first", "hold", "beside", "mode_context", "witnesses"}], "left_out": [[scheme, why], ...]}``;
+    ``units``: the ports of units (not ports: a unit's sharing is what a pair may show)."""
+    pending = slow_schemes(model, alone, r_max, o, units)
+    resources: list[dict[str, Any]] = []
+    left_out: list[list[str]] = []
+    claimed: set[str] = set()
+    while len(pending) > 1 and len(resources) < ROUNDS:
+        first, rest = pending[0], pending[1:]
+        res = _round(measure, model, alone, r_max, o, first, rest, units)
+        pending = [i for i in rest if i not in res["hold"] and i not in res["beside"]]
+        if len(res["hold"]) + len(res["beside"]) > 1:
+            resources.append(res)
+            claimed |= set(res["hold"]) | set(res["beside"])
+    for k, res in enumerate(resources):
+        res["name"] = f"S{k + 1}"
+        _context(measure, model, alone, r_max, o, res, claimed)
+        _mode_context(measure, model, r_max, o, res, trigger)
+        left_out += _checked(measure, model, alone, r_max, o, res)
+    resources = [r for r in resources if len(r["hold"]) + len(r["beside"]) > 1]
+    for r in resources:
+        say(f"  shared resource {r['name']}: {r['first']} and {len(r['hold']) + len(r['beside']) - 1} other(s) "
+            f"({len(r['beside'])} holding more or only beside a full member"
+            f"{', every trigger of the mode as context' if r['mode_context'] else ''})")
+    return {"resources": [{k: r[k] for k in ("name", "first", "hold", "beside", "mode_context", "witnesses")}
+                          for r in resources], "left_out": left_out}
+
+
+def _pairs(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, r_max: float | None,
+           exps: list[Experiment]) -> list[tuple[Experiment, float, float]]:
+    """Each experiment measured, with the model's prediction (which has no shared resource yet)."""
+    if not exps:
+        return []
+    return list(zip(exps, measure(exps), (float(m) for m in model.evaluate_many(exps, r_max))))
+
+
+def _round(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
+           r_max: float | None, o: ExplainOptions, first: str, rest: list[str], units: frozenset[str]
+           ) -> dict[str, Any]:
+    """Step 1: every pending slow scheme beside ``first``."""
+    t0 = float(alone[first])
+    hold, beside, witnesses = {first: t0}, {}, []
+    for e, t, _ in _pairs(measure, model, r_max, [Experiment({first: 1, x: 1}) for x in rest]):
+        x = next(i for i in e if i != first)
+        a = float(alone[x])
+        if t != t or off(e, t, t0 + a, o) and t < t0 + a or not off(e, t0 + a, max(t0, a, _ports_time(model, e, units)), o):
+            continue    # faster than the sum, or the sum is no longer than the two apart: not shown one resource
+        witnesses.append([dict(e.items()), t])
+        hold[x] = a
+        if off(e, t, t0 + a, o):
+            beside[x] = t - t0              # holds more beside a full member
+    return {"first": first, "hold": hold, "beside": beside, "mode_context": False, "witnesses": witnesses}
+
+
+def _context(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
+             r_max: float | None, o: ExplainOptions, res: dict[str, Any], claimed: set[str]) -> None:
+    """Step 2: schemes with a µop on a set every full member uses, two copies beside the first."""
+    full = [i for i in res["hold"] if i not in res["beside"]]
+    sets = [{u.ports for u in model.on_ports.get(i, ())} for i in full]
+    common = set.intersection(*sets) if sets and all(sets) else set()
+    first, t0 = res["first"], float(alone[res["first"]])
+    todo = sorted(i for i, us in model.on_ports.items()
+                  if i not in claimed and i in model.schemes and any(u.ports in common for u in us))
+    for e, t, m in _pairs(measure, model, r_max, [Experiment({first: 1, x: 2}) for x in todo]):
+        x = next(i for i in e if i != first)
+        if t == t and t > m and off(e, t, m, o) and t - t0 > 0:
+            res["beside"][x] = (t - t0) / 2
+            res["witnesses"].append([dict(e.items()), t])
+
+
+def _mode_context(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, r_max: float | None,
+                  o: ExplainOptions, res: dict[str, Any], trigger: str | None) -> None:
+    """Step 3: is every trigger of the mode context (the first is one, the mode's trigger is not
+    in the resource)?"""
+    only = {i: t for i, t in res["beside"].items() if i not in res["hold"]}
+    mode = model.mode
+    if not only or mode is None or trigger is None or res["first"] not in mode.triggers or trigger in res["hold"]:
+        return
+    x = max(only, key=lambda i: (only[i], i))
+    e = Experiment({trigger: 1, x: COPIES})
+    (_, t, m), = _pairs(measure, model, r_max, [e])
+    want = max(m, COPIES * only[x])
+    if off(e, want, m, o) and not off(e, t, want, o):
+        res["mode_context"] = True
+        res["witnesses"].append([dict(e.items()), t])
+
+
+def resource(res: Mapping[str, Any], model: ModelledMapping) -> Shared:
+    """The :class:`Shared` of one found resource: full members and (with ``mode_context``) the
+    mode's triggers are its context."""
+    cycles = lambda x: Fraction(x).limit_denominator(10_000)  # noqa: E731
+    context = {i for i in res["hold"] if i not in res["beside"]}
+    if res.get("mode_context") and model.mode is not None:
+        context |= set(model.mode.triggers) & set(model.schemes)
+    return Shared(res["name"], {i: cycles(t) for i, t in res["hold"].items()},
+                  {i: cycles(t) for i, t in res["beside"].items()}, frozenset(context),
+                  tuple((Experiment(e), t) for e, t in res["witnesses"]))
+
+
+def _checked(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
+             r_max: float | None, o: ExplainOptions, res: dict[str, Any]) -> list[list[str]]:
+    """Step 4: ``{first: 2, x: 1}`` for every member; those that miss leave the resource."""
+    first = res["first"]
+    with_it = ModelledMapping(model.mapping, model.schemes, model.mode, (resource(res, model),))
+    members = sorted(i for i in {*res["hold"], *res["beside"]} if i != first)
+    exps = [Experiment({first: 2, x: 1}) for x in members]
+    out = []
+    for x, (e, t, _) in zip(members, _pairs(measure, model, r_max, exps)):
+        want = float(with_it.inverse_throughput(e, r_max))
+        if t != t or off(e, t, want, o):
+            out.append([x, f"{e} = {t:.4g} where sharing {res['name']} with {first} gives {want:.4g}"])
+            res["hold"].pop(x, None)
+            res["beside"].pop(x, None)
+        else:
+            res["witnesses"].append([dict(e.items()), t])
+    return out
+
+
+def resources(found: Mapping[str, Any], model: ModelledMapping) -> tuple[Shared, ...]:
+    """The stage's value as :class:`Shared` resources of ``model``."""
+    return tuple(resource(r, model) for r in found.get("resources", ()))
+
+
+def text(found: Mapping[str, Any]) -> str:
+    """One line per resource: its first member, its members and what they hold."""
+    lines = []
+    for r in found.get("resources", ()):
+        hold = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["hold"].items(), key=lambda x: -x[1])[:4])
+        beside = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["beside"].items(), key=lambda x: -x[1])[:4])
+        lines.append(f"{r['name']} (first {r['first']}): holds {hold}{', …' if len(r['hold']) > 4 else ''}"
+                     + (f"; beside a full member {beside}{', …' if len(r['beside']) > 4 else ''}" if beside else "")
+                     + ("; the mode's triggers are context" if r.get("mode_context") else ""))
+    return "\n".join(lines)
+
+
+__all__ = ["find", "resources", "slow_schemes", "text"]

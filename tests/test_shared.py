@@ -1,0 +1,117 @@
+"""Shared resources (pmsolve/infer/explain/shared.py, Shared in pmsolve/modelled.py): schemes that
+hold a resource beside the ports for a measured time per copy, adding up, and more beside a
+"full" member (Ice Lake-SP's load path beside zmm loads, its divider at 256-bit width)."""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pmsolve.errors import FormatError
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.infer.explain import ExplainOptions, infer
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import ModelledMapping, SchemeModel, Shared
+from pmsolve.throughput import batch_inverse_throughput
+
+F = Fraction
+
+
+def _s(*p):
+    return frozenset(str(x) for x in p)
+
+
+#: a load path: two "zmm" loads 0.9 each (full members), beside one a "ymm" load 0.6 and a plain
+#: load 0.45 (nothing alone: two load ports); a divider: dw 6 and dw2 4 cycles (full), dn 3
+#: alone and 4.5 beside a full member (the divider at the wider width)
+PATHS = (Shared("load", {"ldz": F(9, 10), "ldz2": F(9, 10)}, {"ldy": F(3, 5), "ld": F(9, 20)},
+                frozenset({"ldz", "ldz2"})),
+         Shared("div", {"dw": F(6), "dw2": F(4), "dn": F(3)}, {"dn": F(9, 2)}, frozenset({"dw", "dw2"})))
+TRUTH = PortMapping(["0", "1", "2", "3", "5", "6"], {
+    "a0": [(_s(0), 1)], "a1": [(_s(1), 1)], "a01": [(_s(0, 1), 1)], "a5": [(_s(5), 1)], "a56": [(_s(5, 6), 1)],
+    "a0156": [(_s(0, 1, 5, 6), 1)], "ld": [(_s(2, 3), 1)], "ldy": [(_s(2, 3), 1)],
+    "ldz": [(_s(2, 3), 1)], "ldz2": [(_s(2, 3), 1), (_s(0, 1), 1)],
+    "dw": [(_s(0), 1)], "dw2": [(_s(0), 1)], "dn": [(_s(0), 1)], "x": [(_s(0, 1), 1), (_s(5, 6), 1)]})
+
+
+class _WithPaths(SimulatedOracle):
+    """The port truth, and no faster than any of ``PATHS`` (noise on the result)."""
+
+    def measure(self, experiments):
+        exps = list(experiments)
+        self.queries += len(exps)
+        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
+        vals = [max(float(b), *(float(p.time(e)) for p in PATHS)) for b, e in zip(base, exps)]
+        return [v * self._factor(e) for v, e in zip(vals, exps)] if self.noise else vals
+
+
+def test_shared_time_adds_holds_and_switches_to_beside_in_context():
+    load = PATHS[0]
+    assert load.time(Experiment({"ldz": 2})) == F(9, 5)
+    assert load.time(Experiment({"ldy": 3, "ld": 1})) == 0                  # no full member: nothing
+    assert load.time(Experiment({"ldz": 1, "ldy": 2, "ld": 1})) == F(9, 10) + F(6, 5) + F(9, 20)
+    div = PATHS[1]
+    assert div.time(Experiment({"dn": 2})) == 6 and div.time(Experiment({"dn": 1, "dw2": 1})) == F(17, 2)
+
+
+def _model(holds):
+    names = ["p", "q", "r"]
+    mapping = PortMapping(["0", "1"], {"p": [(_s(0), 1)], "q": [(_s(0, 1), 1)], "r": [(_s(1), 1)]})
+    return ModelledMapping(mapping, {i: SchemeModel("mapped") for i in names},
+                           shared=(Shared("s", {i: F(h) for i, h in zip(names, holds) if h},
+                                          {"q": F(holds[1] + 1)} if holds[1] else {}, frozenset({"p"})),))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=3, max_size=3),
+       st.lists(st.tuples(st.sampled_from("pqr"), st.integers(1, 3)), min_size=1, max_size=3))
+def test_bottleneck_evaluate_many_and_json_agree_on_shared_resources(holds, counts):
+    """The exact route, the vectorised one and the file form give one answer, and that answer is
+    the port bound or the resource's Σ n·hold, whichever is longer."""
+    model = _model(holds)
+    e = Experiment(dict(counts))
+    exact = model.inverse_throughput(e)
+    assert exact == max(model.shared[0].time(e), batch_inverse_throughput([(model.mapping, e)], None)[0])
+    assert float(exact) == pytest.approx(model.evaluate_many([e])[0])
+    again = ModelledMapping.from_json(json.loads(json.dumps(model.to_json())))
+    assert again.inverse_throughput(e) == exact
+    if model.shared[0].time(e) > batch_inverse_throughput([(model.mapping, e)], None)[0]:
+        assert model.bottleneck(e).describe() == "shared resource s"
+
+
+@pytest.mark.parametrize("bad", [[{"name": "s", "hold": {"nope": 1}}], [{"name": "s", "hold": {"p": "x"}}],
+                                 [{"hold": {}}], {"name": "s"}, [{"name": "s", "hold": {"p": -1}}]])
+def test_malformed_shared_resources_are_format_errors(bad):
+    doc = _model([1, 1, 0]).to_json()
+    doc["shared"] = bad
+    with pytest.raises(FormatError):
+        ModelledMapping.from_json(doc, "m.json")
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise):
+    """Before the shared stage each slow scheme was a cost of its own: {ldz, ldz2} came out 0.9
+    for 1.8, {dw2, dn} 4 for 8.5, and the plain loads beside a zmm load were free."""
+    oracle = _WithPaths(TRUTH, r_max=4, noise=noise, seed=7)
+    res = infer(oracle, ExplainOptions(epsilon=0.03))
+    found = {r["first"]: r for r in res.summary["shared"]["resources"]}
+    assert set(found) == {"dw", "ldz"} or set(found) == {"dw", "ldz2"}, res.summary["shared"]
+    div = found["dw"]
+    assert set(div["hold"]) == {"dw", "dw2", "dn"} and set(div["beside"]) == {"dn"}
+    assert div["beside"]["dn"] == pytest.approx(4.5, rel=0.05)
+    load = next(r for f, r in found.items() if f != "dw")
+    assert set(load["hold"]) == {"ldz", "ldz2"} and set(load["beside"]) == {"ldy", "ld"}
+    assert load["beside"]["ldy"] == pytest.approx(0.6, rel=0.05)
+    rng = random.Random(11)
+    names = sorted(res.model.schemes)
+    mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 4))}) for _ in range(300)]
+    truth = _WithPaths(TRUTH, r_max=4).measure(mixes)
+    pred = res.model.evaluate_many(mixes, 4)
+    worst = max(abs(p - t) / t for p, t in zip(pred, truth))
+    assert worst < 0.05, worst
+    again = ModelledMapping.from_json(res.to_json())
+    assert list(again.evaluate_many(mixes[:50], 4)) == pytest.approx(list(pred[:50]))
