@@ -5,10 +5,14 @@ ways, so the core each miss must shrink to, and its kind, are known."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import pytest
+
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.jobs.misses import localise
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.modelled import Mode
+from pmsolve.modelled import Mode, Shared
 from pmsolve.throughput import evaluate_many
 
 PORTS = ("0", "1", "2", "3", "h")
@@ -128,3 +132,21 @@ def test_with_a_mode_the_mapping_predicts_in_it_and_mixes_the_mode_explains_are_
     assert localise(oracle, plain, None, held, oracle.measure(held), mode=mode) == (0, [])
     count, cores = localise(oracle, plain, None, held, oracle.measure(held))
     assert count == 1 and cores[0].measured == 3.0 and cores[0].predicted == 1.5
+
+
+def test_mixes_a_shared_resource_explains_are_no_misses_and_unmapped_holders_are_cut():
+    """Beside a zmm load ``z`` a ymm load ``y`` holds 0.6 cycles of the load path (Ice Lake-SP):
+    the job's shared resources judge the mapped schemes' mixes; a holder the mapping lacks
+    (``w``, a cost of its own) is cut from the resource, not an error."""
+    plain = PortMapping(("2", "3"), {"y": [({"2", "3"}, 1)], "z": [({"2", "3"}, 1)]})
+    path = Shared("S1", {"z": Fraction(9, 10), "w": Fraction(1)}, {"y": Fraction(3, 5)}, frozenset({"z", "w"}))
+
+    class WithPath(SimulatedOracle):
+        def measure(self, experiments):
+            return [max(t, float(path.time(e))) for t, e in zip(super().measure(experiments), experiments)]
+
+    held = [Experiment({"y": 2, "z": 1}), Experiment({"y": 4})]
+    oracle = WithPath(plain)
+    assert localise(oracle, plain, None, held, oracle.measure(held), shared=(path,)) == (0, [])
+    count, cores = localise(oracle, plain, None, held, oracle.measure(held))
+    assert count == 1 and cores[0].measured == pytest.approx(0.9)    # shrinks to z alone: 0.9 for 0.5

@@ -11,6 +11,7 @@ from pmsolve.cli.flags import add_json_argument
 from pmsolve.cli.output import emit_json
 from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
 from pmsolve.formats import parse_json_text, read_text_file
+from pmsolve.infer.explain.shared import text as shared_text
 from pmsolve.infer.explain.witnesses import Explanation
 
 
@@ -77,6 +78,9 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
         if (ex.get("mode") or {}).get("port") is not None:
             print(f"mode: {ex['mode']['why']} (experiments with one are evaluated so; probes: "
                   + "; ".join(f"{w['experiment']} = {w['measured']:.4g}" for w in ex["mode"]["probes"]) + ")")
+        if (ex.get("shared") or {}).get("resources"):
+            print("shared resources (schemes hold them for a time per copy, adding up):\n  "
+                  + shared_text(ex["shared"]).replace("\n", "\n  "))
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
               "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
         for w in ex.get("warnings", []):

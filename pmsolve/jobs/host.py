@@ -51,7 +51,7 @@ from pmsolve.infer.explain.units import ports_of
 from pmsolve.infer.pmevo import PmevoOptions, infer as pmevo_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
-from pmsolve.jobs.report import certified_text, mode_text, units_text
+from pmsolve.jobs.report import certified_text, mode_text, shared_text, units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.modelled import PORT_KINDS, ModelledMapping
@@ -212,6 +212,7 @@ class HostReport:
                 "ports": len(self.mapping.ports) - sum(len(ports_of(u)) for u in units) if self.mapping else None,
                 "units": units,
                 "mode": self.result.summary.get("mode") if self.result is not None else None,
+                "shared": self.result.summary.get("shared") if self.result is not None else None,
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
                 "schemes": schemes, "misfits": misfits, "singles": self.singles,
@@ -465,7 +466,8 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
             t = _stage(seconds, "PMEvo", t)
         if scored:
             say("  localising the worst held-out misses")
-            misses = held_out_misses.localise(oracle, mapping, r_max, held, measured, mode=model.mode)
+            misses = held_out_misses.localise(oracle, mapping, r_max, held, measured, mode=model.mode,
+                                              shared=model.shared)
             t = _stage(seconds, "misses localised", t)
     finally:
         hw.close()
@@ -552,7 +554,7 @@ def render(report: HostReport) -> str:
     acc = doc["accuracy"]
     lines = [f"machine: {report.machine}",
              f"profile {report.config.profile}, method {report.config.method}: {len(doc['schemes'])} schemes mapped "
-             f"on {doc['ports']} ports{units_text(doc['units'])}{mode_text(doc.get('mode'))} "
+             f"on {doc['ports']} ports{units_text(doc['units'])}{mode_text(doc.get('mode'))}{shared_text(doc.get('shared'))} "
              f"(front end {doc['r_max']} instructions/cycle), "
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")

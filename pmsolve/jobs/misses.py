@@ -36,7 +36,7 @@ from typing import Any
 from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.certify import contradicted, splits
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.modelled import Mode, ModelledMapping
+from pmsolve.modelled import Mode, ModelledMapping, Shared
 from pmsolve.throughput import evaluate_many
 
 #: a relative miss beyond this counts (the MAPE the issue targets)
@@ -88,16 +88,20 @@ def kind_of(mapping: PortMapping, e: Experiment) -> str:
 
 def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[Experiment],
              measured: Sequence[float], *, margin: float = MARGIN, limit: int = 30,
-             mode: Mode | None = None) -> tuple[int, list[Core]]:
+             mode: Mode | None = None, shared: Sequence[Shared] = ()) -> tuple[int, list[Core]]:
     """(number of held-out experiments of ``mapping``'s schemes that miss by more than
     ``margin``, their cores): the ``limit`` worst are shrunk level by level, one batch of
     measurements per level for all of them. Cores are sorted by how many misses shrank to them.
     With a ``mode`` the mapping predicts as the job's model does: in the mode where a trigger is
-    in the experiment (without it, every mix with a zmm scheme looked like a miss on Intel)."""
+    in the experiment (without it, every mix with a zmm scheme looked like a miss on Intel), and
+    with its ``shared`` resources (:class:`~pmsolve.modelled.Shared`) as far as mapped schemes hold them."""
     known: dict[Experiment, float] = {}
     mine = [(e, m) for e, m in zip(held, measured)
             if m == m and m > 0 and all(n in mapping.uops for n in e)]
-    model = ModelledMapping(mapping, {}, mode) if mode is not None else None
+    names = set(mapping.uops)
+    cut = tuple(Shared(r.name, {i: t for i, t in r.hold.items() if i in names},
+                       {i: t for i, t in r.beside.items() if i in names}, r.context & names) for r in shared)
+    model = ModelledMapping(mapping, {}, mode, cut) if mode is not None or cut else None
 
     def predict(exps: list[Experiment]) -> Sequence[float]:
         return model.evaluate_many(exps, r_max) if model is not None else evaluate_many(mapping, exps, r_max=r_max)

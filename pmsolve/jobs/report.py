@@ -200,6 +200,17 @@ def mode_text(mode: dict | None) -> str:
     return "; " + mode["why"] + " (the AVX-512 mode)"
 
 
+def shared_text(shared: dict | None) -> str:
+    """'; 2 shared resources (S1: vdivpd_zmm_zmm_zmm and 11 other(s); …)' or '': bottlenecks that
+    schemes hold for fractional times, adding up (:mod:`pmsolve.infer.explain.shared`)."""
+    found = (shared or {}).get("resources") or []
+    if not found:
+        return ""
+    return (f"; {len(found)} shared resource{'s' if len(found) > 1 else ''} ("
+            + "; ".join(f"{r['name']}: {r['first']} and {len({*r['hold'], *r['beside']}) - 1} other(s)"
+                        for r in found) + ")")
+
+
 def units_text(units: list[dict]) -> str:
     """' and 2 units (U1: 9 scheme(s) like vdivps_xmm_xmm_xmm; …)': the non-port bottlenecks found."""
     if not units:
@@ -223,7 +234,7 @@ def render_html(doc: dict[str, Any]) -> str:
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
            f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
            f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}"
-           f"{_e(mode_text(doc.get('mode')))}, "
+           f"{_e(mode_text(doc.get('mode')))}{_e(shared_text(doc.get('shared')))}, "
            f"front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
            f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits"
