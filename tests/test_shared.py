@@ -37,17 +37,21 @@ TRUTH = PortMapping(["0", "1", "2", "3", "5", "6"], {
     "a0156": [(_s(0, 1, 5, 6), 1)], "ld": [(_s(2, 3), 1)], "ldy": [(_s(2, 3), 1)],
     "ldz": [(_s(2, 3), 1)], "ldz2": [(_s(2, 3), 1), (_s(0, 1), 1)],
     "dw": [(_s(0), 1)], "dw2": [(_s(0), 1)], "dn": [(_s(0), 1)], "x": [(_s(0, 1), 1), (_s(5, 6), 1)],
-    "mc": [(_s(1), 1)]})
+    "mc": [(_s(1), 1)], "ms": [(_s(0, 1), 1)]})
 
 
 class _WithPaths(SimulatedOracle):
-    """The port truth, and no faster than any of ``PATHS`` (noise on the result)."""
+    """The port truth, and no faster than any of ``PATHS`` (noise on the result); ``ms`` is
+    microcode: 4 cycles per copy in which nothing else runs (Ice Lake-SP's ``btc m64, r64``)."""
 
     def measure(self, experiments):
         exps = list(experiments)
         self.queries += len(exps)
-        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
-        vals = [max(float(b), *(float(p.time(e)) for p in PATHS)) for b, e in zip(base, exps)]
+        rest = [Experiment({i: n for i, n in e.items() if i != "ms"}) if len(e.counts) > 1 else e for e in exps]
+        base = batch_inverse_throughput([(self.mapping, e) for e in rest], self.r_max)
+        vals = [max(float(b), *(float(p.time(e)) for p in PATHS)) for b, e in zip(base, rest)]
+        vals = [v + 4 * e["ms"] if "ms" in e and len(e.counts) > 1 else max(v, 4 * e["ms"]) if "ms" in e else v
+                for v, e in zip(vals, exps)]
         return [v * self._factor(e) for v, e in zip(vals, exps)] if self.noise else vals
 
 
@@ -103,13 +107,13 @@ def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise
     found = {r["first"]: r for r in res.summary["shared"]["resources"]}
     assert set(found) == {"dw", "ldz"} or set(found) == {"dw", "ldz2"}, res.summary["shared"]
     div = found["dw"]
-    assert set(div["hold"]) == {"dw", "dw2", "dn"} and set(div["beside"]) == {"dn"}
+    assert set(div["hold"]) == {"dw", "dw2", "dn"} and set(div["beside"]) - {"ms"} == {"dn"}
     assert div["beside"]["dn"] == pytest.approx(4.5, rel=0.05)
     load = next(r for f, r in found.items() if f != "dw")
-    assert set(load["hold"]) == {"ldz", "ldz2"} and set(load["beside"]) == {"ldy", "ld"}
+    assert set(load["hold"]) == {"ldz", "ldz2"} and set(load["beside"]) - {"ms"} == {"ldy", "ld"}   # ms: ports hog
     assert load["beside"]["ldy"] == pytest.approx(0.6, rel=0.05)
     rng = random.Random(11)
-    names = sorted(res.model.schemes)
+    names = sorted(set(res.model.schemes) - {"ms"})   # microcode: no resource model (next test)
     mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 4))}) for _ in range(300)]
     truth = _WithPaths(TRUTH, r_max=5).measure(mixes)
     pred = res.model.evaluate_many(mixes, 5)
@@ -140,3 +144,21 @@ def test_a_member_placed_by_one_wrong_pair_is_left_out_by_its_check():
     assert "mc" not in div["hold"] and set(div["hold"]) == {"dw", "dw2", "dn"}
     assert [x for x, _ in res.summary["shared"]["left_out"]] == ["mc"]
     assert all("mc" not in r.schemes for r in res.model.shared)
+
+
+def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
+    """Ice Lake-SP's ``btc m64, r64`` (5 cycles, a cost of its own) takes the sum with anything
+    beside it, so its pair with the divider's first reads the sum; it is no divider. Beside the
+    filler it takes the sum too, where a resource of its own gives the longer: it serialises."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find
+
+    blocking = PortMapping(TRUTH.ports, {i: TRUTH.uops[i] for i in ("a0", "a1", "a5", "a56", "a0156", "ld")})
+    oracle = _WithPaths(TRUTH, r_max=5)
+    slow = {"ms": F(4), "dw": F(6), "dw2": F(4)}
+    model = ModelledMapping(blocking, {i: SchemeModel("ports + cost", cost=t, alone=t, uops=((("0",), 1),))
+                                       for i, t in slow.items()})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    found = find(oracle.measure, model, alone, 5, O().resolved(False), blocking=blocking)
+    assert [i for i, *_ in found["serial"]] == ["ms"]
+    assert [sorted(r["hold"]) for r in found["resources"]] == [["dw", "dw2"]]

@@ -308,7 +308,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         trigger = summary["mode"]["trigger"] if mode is not None else None
         got = stage(f"shared ({o.characterisation_key()})",
                     lambda: _shared(orc, model, {i: (single.get(i) or {}).get("tp") for i in model.schemes},
-                                    r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u))))
+                                    r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u)), bmap))
         model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model))
         summary["shared"] = got
     if not counter and r_max is not None and bmap.uops:
@@ -379,13 +379,14 @@ def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping,
 
 
 def _shared(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: float, o: ExplainOptions,
-            say: Callable[[str], None], trigger: str | None, units: frozenset[str]) -> dict[str, Any]:
+            say: Callable[[str], None], trigger: str | None, units: frozenset[str], blocking: PortMapping
+            ) -> dict[str, Any]:
     """The shared stage (:mod:`~pmsolve.infer.explain.shared`); none when its experiments cannot be measured."""
     try:
-        return shared.find(oracle.measure, model, alone, r_max, o, say, trigger, units)
+        return shared.find(oracle.measure, model, alone, r_max, o, say, trigger, units, blocking)
     except MeasurementError as err:
         say(f"  no shared resources: their experiments could not be measured ({str(err)[:160]})")
-        return {"resources": [], "left_out": []}
+        return {"resources": [], "left_out": [], "serial": []}
 
 
 def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation], units: list[str]) -> PortMapping | None:

@@ -30,6 +30,13 @@ Found by measurement, like units:
 4. every member is checked on an experiment not used to place it, beside two copies of the
    first (``{first: 2, x: 1}``); one that misses it is left out. A resource needs two members.
 
+Microcoded schemes are no such resource: Ice Lake-SP's ``btc m64, r64`` (5 cycles) takes the
+sum with almost anything beside it (``{btc m64, clc}`` 6.0, with two loads 6.0, two btc and one
+load 11.0): the front end serialises around it. Every slow scheme of a cycle or more is first
+measured beside ``c`` front-end cycles of the slots stage's filler (blocking instructions whose
+ports leave the most room, ``c`` about half its time); one that takes the sum there, where the
+model says the longer, *serialises* and is kept out (its own cost, as before).
+
 At most :data:`ROUNDS` resources, each round measures every pending slow scheme once.
 """
 
@@ -40,6 +47,7 @@ from fractions import Fraction
 from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
+from pmsolve.infer.explain.slots import filler
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.units import off
 from pmsolve.model import Experiment, PortMapping
@@ -79,14 +87,18 @@ def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float 
 
 def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
          r_max: float | None, o: ExplainOptions, say: Callable[[str], None] = lambda _: None,
-         trigger: str | None = None, units: frozenset[str] = frozenset()) -> dict[str, Any]:
+         trigger: str | None = None, units: frozenset[str] = frozenset(),
+         blocking: PortMapping | None = None) -> dict[str, Any]:
     """The resources (module docstring) as a checkpointable value: ``{"resources": [{"name",
     "first", "hold", "beside", "mode_context", "witnesses"}], "left_out": [[scheme, why], ...]}``;
-    ``units``: the ports of units (not ports: a unit's sharing is what a pair may show)."""
+    ``units``: the ports of units (not ports: a unit's sharing is what a pair may show);
+    ``blocking``: the blocking instructions, whose filler probes serialising schemes."""
     pending = slow_schemes(model, alone, r_max, o, units)
+    serial = _serial(measure, model, alone, r_max, o, pending, blocking)
+    pending = [i for i in pending if i not in serial]
     resources: list[dict[str, Any]] = []
     left_out: list[list[str]] = []
-    claimed: set[str] = set()
+    claimed: set[str] = set(serial)
     while len(pending) > 1 and len(resources) < ROUNDS:
         first, rest = pending[0], pending[1:]
         res = _round(measure, model, alone, r_max, o, first, rest, units)
@@ -104,8 +116,31 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         say(f"  shared resource {r['name']}: {r['first']} and {len(r['hold']) + len(r['beside']) - 1} other(s) "
             f"({len(r['beside'])} holding more or only beside a full member"
             f"{', every trigger of the mode as context' if r['mode_context'] else ''})")
+    if serial:
+        say(f"  {len(serial)} slow scheme(s) serialise (the sum beside the filler): {', '.join(sorted(serial)[:4])}")
     return {"resources": [{k: r[k] for k in ("name", "first", "hold", "beside", "mode_context", "witnesses")}
-                          for r in resources], "left_out": left_out}
+                          for r in resources], "left_out": left_out,
+            "serial": [[i, *serial[i]] for i in sorted(serial)]}
+
+
+def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
+            r_max: float | None, o: ExplainOptions, slow: list[str], blocking: PortMapping | None
+            ) -> dict[str, tuple[dict[str, int], float]]:
+    """The slow schemes of a cycle or more that take the sum beside the filler (module doc):
+    scheme -> (the probe, its measured time)."""
+    if blocking is None or not r_max or not blocking.uops:
+        return {}
+    fill = filler(blocking, int(r_max))
+    t_fill = float(model.inverse_throughput(Experiment(fill), r_max)) if set(fill) <= set(model.schemes) else 0.0
+    todo = [i for i in slow if float(alone[i]) >= 1 and i not in fill and t_fill > 0]
+    exps = [Experiment({i: 1, **{b: n * max(1, round(float(alone[i]) / 2 / t_fill)) for b, n in fill.items()}})
+            for i in todo]
+    out = {}
+    for i, (e, t, m) in zip(todo, _pairs(measure, model, r_max, exps)):
+        whole = float(alone[i]) + float(model.inverse_throughput(Experiment({b: n for b, n in e.items() if b != i}), r_max))
+        if t == t and off(e, whole, m, o) and not off(e, t, whole, o):
+            out[i] = (dict(e.items()), t)
+    return out
 
 
 def _pairs(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, r_max: float | None,
@@ -121,17 +156,24 @@ def _round(measure: Callable[[list[Experiment]], list[float]], model: ModelledMa
            ) -> dict[str, Any]:
     """Step 1: every pending slow scheme beside ``first``."""
     t0 = float(alone[first])
-    hold, beside, witnesses = {first: t0}, {}, []
+    hold, beside, witnesses = {first: _hold(model, first, t0)}, {}, []
     for e, t, _ in _pairs(measure, model, r_max, [Experiment({first: 1, x: 1}) for x in rest]):
         x = next(i for i in e if i != first)
         a = float(alone[x])
         if t != t or off(e, t, t0 + a, o) and t < t0 + a or not off(e, t0 + a, max(t0, a, _ports_time(model, e, units)), o):
             continue    # faster than the sum, or the sum is no longer than the two apart: not shown one resource
         witnesses.append([dict(e.items()), t])
-        hold[x] = a
+        hold[x] = _hold(model, x, a)
         if off(e, t, t0 + a, o):
             beside[x] = t - t0              # holds more beside a full member
     return {"first": first, "hold": hold, "beside": beside, "mode_context": False, "witnesses": witnesses}
+
+
+def _hold(model: ModelledMapping, i: str, alone: float) -> float:
+    """What a member holds: its time alone, or its model's cost where experiments with it ran
+    faster (:mod:`~pmsolve.infer.explain.complete`: Zen 3's ``vdivps ymm`` 3.5 alone, 3.0 in mixes)."""
+    cost = model.schemes[i].cost
+    return min(alone, float(cost)) if cost is not None else alone
 
 
 def _context(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
