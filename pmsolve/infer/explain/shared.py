@@ -34,8 +34,10 @@ Microcoded schemes are no such resource: Ice Lake-SP's ``btc m64, r64`` (5 cycle
 sum with almost anything beside it (``{btc m64, clc}`` 6.0, with two loads 6.0, two btc and one
 load 11.0): the front end serialises around it. Every slow scheme of a cycle or more is first
 measured beside ``c`` front-end cycles of the slots stage's filler (blocking instructions whose
-ports leave the most room, ``c`` about half its time); one that takes the sum there, where the
-model says the longer, *serialises* and is kept out (its own cost, as before).
+ports leave the most room, ``c`` about half its time); one that takes nearer the sum there than
+the longer, which the model says, *serialises* and is kept out (its own cost, as before):
+``btc m64`` 7.28, ``bt m64`` 7.15 beside ten ``mov r64, imm32`` (sum 7.5, longer 5.0), where
+``vdivpd zmm`` takes 16.0 beside thirty (sum 23.5).
 
 At most :data:`ROUNDS` resources, each round measures every pending slow scheme once.
 """
@@ -138,7 +140,7 @@ def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledM
     out = {}
     for i, (e, t, m) in zip(todo, _pairs(measure, model, r_max, exps)):
         whole = float(alone[i]) + float(model.inverse_throughput(Experiment({b: n for b, n in e.items() if b != i}), r_max))
-        if t == t and off(e, whole, m, o) and not off(e, t, whole, o):
+        if t == t and off(e, whole, m, o) and t - m > (whole - m) / 2:     # nearer the sum than the longer
             out[i] = (dict(e.items()), t)
     return out
 
