@@ -162,3 +162,32 @@ def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
     found = find(oracle.measure, model, alone, 5, O().resolved(False), blocking=blocking)
     assert [i for i, *_ in found["serial"]] == ["ms"]
     assert [sorted(r["hold"]) for r in found["resources"]] == [["dw", "dw2"]]
+
+
+class _OneSlowSample(_WithPaths):
+    """The first {dw, dw2} reads 11.5 where the divider takes 10 (one sample too slow), once."""
+
+    glitched = False
+
+    def measure(self, experiments):
+        out = super().measure(experiments)
+        for j, e in enumerate(experiments):
+            if not self.glitched and dict(e.items()) == {"dw": 1, "dw2": 1}:
+                self.glitched, out[j] = True, 11.5
+        return out
+
+
+def test_a_full_member_that_one_slow_pair_made_narrow_stays_full_by_its_check():
+    """Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` read 1.915 beside the load path's first (sum
+    1.778) and 2.665 beside two copies (full: 2.667): the check fits it full, so it stays."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find
+
+    oracle = _OneSlowSample(TRUTH, r_max=5)
+    slow = {"dw": F(6), "dw2": F(4), "dn": F(3)}
+    model = ModelledMapping(None, {i: SchemeModel("cost", cost=t, alone=t) for i, t in slow.items()})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    found = find(oracle.measure, model, alone, 5, O().resolved(False))
+    div, = found["resources"]
+    assert div["hold"] == {"dw": 6, "dw2": 4, "dn": 3} and set(div["beside"]) == {"dn"}, div
+    assert found["left_out"] == []
