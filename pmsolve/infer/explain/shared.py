@@ -23,8 +23,9 @@ Found by measurement, like units:
 2. *context members*: the schemes that are not slow but have a µop on a port set every full
    member uses (the loads beside the zmm loads' load ports), two copies beside the first; one
    slower than the model holds half the difference beside a full member (nothing otherwise).
-3. when the first member is a trigger of the AVX-512 mode, the context member that holds most is
-   measured several times beside the mode's own trigger, a scheme outside the resource: when it
+3. when the first member is a trigger of the AVX-512 mode, a context member that is no trigger
+   (the one whose hold most exceeds the model there) is measured several times beside the mode's
+   own trigger, a scheme outside the resource: when it
    costs its hold there too (Ice Lake-SP's ymm loads: 0.604·k beside ``vpaddd zmm``), every
    trigger of the mode is context.
 4. every member is checked on an experiment not used to place it, beside two copies of the
@@ -203,10 +204,11 @@ def _mode_context(measure: Callable[[list[Experiment]], list[float]], model: Mod
     only = {i: t for i, t in res["beside"].items() if i not in res["hold"] and mode and i not in mode.triggers}
     if not only or mode is None or trigger is None or res["first"] not in mode.triggers or trigger in res["hold"]:
         return
-    x = max(only, key=lambda i: (only[i], i))
-    e = Experiment({trigger: 1, x: COPIES})
+    exps = [Experiment({trigger: 1, x: COPIES}) for x in sorted(only)]      # the plainest reading: the largest gap
+    gap = {e: COPIES * only[x] - float(m) for e, x, m in zip(exps, sorted(only), model.evaluate_many(exps, r_max))}
+    e = max(exps, key=lambda e: gap[e])
     (_, t, m), = _pairs(measure, model, r_max, [e])
-    want = max(m, COPIES * only[x])
+    want = max(m, m + gap[e])
     if off(e, want, m, o) and not off(e, t, want, o):
         res["mode_context"] = True
         res["witnesses"].append([dict(e.items()), t])
