@@ -324,6 +324,11 @@ class ModelledMapping:
         return self._in_mode if self.mode is not None and self.mode.applies(e) else self._combined
 
     @property
+    def ports(self) -> tuple[str, ...]:
+        """The ports of the mapped and ``ports + cost`` schemes' µops (units' ports among them)."""
+        return tuple(self._combined.ports) if self._combined is not None else ()
+
+    @property
     def on_ports(self) -> Mapping[str, Any]:
         """The schemes with µops on ports (mapped and ``ports + cost``), and their µops."""
         return self._combined.uops if self._combined is not None else {}

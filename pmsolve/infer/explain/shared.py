@@ -68,7 +68,7 @@ def _ports_time(model: ModelledMapping, e: Experiment, units: frozenset[str]) ->
     uops = {i: us for i in e if (us := [(u.ports, u.count) for u in model.on_ports.get(i, ()) if not u.ports & units])}
     if not uops:
         return 0.0
-    return float(inverse_throughput(PortMapping(model._combined.ports, uops),
+    return float(inverse_throughput(PortMapping(model.ports, uops),
                                     Experiment({i: n for i, n in e.items() if i in uops})))
 
 
@@ -106,7 +106,7 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         first, rest = pending[0], pending[1:]
         res = _round(measure, model, alone, r_max, o, first, rest, units)
         pending = [i for i in rest if i not in res["hold"] and i not in res["beside"]]
-        if len(res["hold"]) + len(res["beside"]) > 1:
+        if len(_members(res)) > 1:
             resources.append(res)
             claimed |= set(res["hold"]) | set(res["beside"])
     for k, res in enumerate(resources):
@@ -115,9 +115,9 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         claimed |= set(res["beside"])
         _mode_context(measure, model, r_max, o, res, trigger)
         left_out += _checked(measure, model, alone, r_max, o, res)
-    resources = [r for r in resources if len(r["hold"]) + len(r["beside"]) > 1]
+    resources = [r for r in resources if len(_members(r)) > 1]
     for r in resources:
-        say(f"  shared resource {r['name']}: {r['first']} and {len(r['hold']) + len(r['beside']) - 1} other(s) "
+        say(f"  shared resource {r['name']}: {r['first']} and {len(_members(r)) - 1} other(s) "
             f"({len(r['beside'])} holding more or only beside a full member"
             f"{', every trigger of the mode as context' if r['mode_context'] else ''})")
     if serial:
@@ -125,6 +125,10 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
     return {"resources": [{k: r[k] for k in ("name", "first", "hold", "beside", "mode_context", "witnesses")}
                           for r in resources], "left_out": left_out,
             "serial": [[i, *serial[i]] for i in sorted(serial)]}
+
+
+def _members(res: Mapping[str, Any]) -> set[str]:
+    return set(res["hold"]) | set(res["beside"])
 
 
 def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
@@ -234,7 +238,7 @@ def _checked(measure: Callable[[list[Experiment]], list[float]], model: Modelled
     full gives 2.667) stays, full."""
     first = res["first"]
     with_it = ModelledMapping(model.mapping, model.schemes, model.mode, (resource(res, model),))
-    members = sorted(i for i in {*res["hold"], *res["beside"]} if i != first)
+    members = sorted(_members(res) - {first})
     exps = [Experiment({first: 2, x: 1}) for x in members]
     out = []
     for x, (e, t, _) in zip(members, _pairs(measure, model, r_max, exps)):
@@ -266,7 +270,7 @@ def text(found: Mapping[str, Any]) -> str:
     for r in found.get("resources", ()):
         hold = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["hold"].items(), key=lambda x: -x[1])[:4])
         beside = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["beside"].items(), key=lambda x: -x[1])[:4])
-        lines.append(f"{r['name']} (first {r['first']}): holds {hold}{', …' if len(r['hold']) > 4 else ''}"
+        lines.append(f"{r['name']} (first {r['first']}, {len(_members(r))} schemes): holds {hold}{', …' if len(r['hold']) > 4 else ''}"
                      + (f"; beside a full member {beside}{', …' if len(r['beside']) > 4 else ''}" if beside else "")
                      + ("; the mode's triggers are context" if r.get("mode_context") else ""))
     return "\n".join(lines)
