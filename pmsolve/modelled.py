@@ -50,7 +50,10 @@ per zmm load, and beside one 0.60 per ymm load, 0.46 per xmm load), its divider 
 16 cycles, ``vdivps xmm`` 3 alone and 5 beside a wider divide: the divider then runs at 256-bit
 width). A scheme holds ``hold`` cycles always, ``beside`` cycles (instead) while any scheme of
 ``context`` is in the experiment; the resource adds the constraint tp⁻¹ ≥ Σ n_i·hold_i
-(:mod:`pmsolve.infer.explain.shared` finds such resources).
+(:mod:`pmsolve.infer.explain.shared` finds such resources). A *serial* scheme is microcode that
+nothing overlaps (Ice Lake-SP's ``btc m64, r64``: 5 cycles alone, 7.3 beside ten ``mov r64,
+imm32`` that take 2.5): an experiment with serial schemes takes their times alone (``alone``,
+else ``cost``) plus the rest's tp⁻¹.
 """
 
 from __future__ import annotations
@@ -170,8 +173,11 @@ class Limit:
     cost_of: str | None = None
     alone: bool = False                    # the experiment is ``cost_of`` by itself: its time alone
     shared: str | None = None              # the name of a :class:`Shared` resource
+    serial: bool = False                   # ``cost_of`` serialises: its time alone plus the rest's
 
     def describe(self) -> str:
+        if self.serial:
+            return f"{self.cost_of} serialises (its time alone, then the rest)"
         if self.frontend_bound:
             return "front end (R_max)"
         if self.shared is not None:
@@ -296,6 +302,7 @@ class ModelledMapping:
     schemes: Mapping[str, SchemeModel] = field(default_factory=dict)
     mode: Mode | None = None
     shared: tuple[Shared, ...] = ()
+    serial: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         models = dict(self.schemes)
@@ -318,6 +325,10 @@ class ModelledMapping:
         for r in self.shared:
             if r.schemes - set(models):
                 raise FormatError(f"shared {r.name!r}: unknown scheme(s) {sorted(r.schemes - set(models))[:3]}")
+        object.__setattr__(self, "serial", frozenset(self.serial))
+        timeless = sorted(i for i in self.serial if i not in models or self._serial_time(i, models) is None)
+        if timeless:
+            raise FormatError(f"serial: {timeless[:3]} must be modelled schemes with a time alone or a cost")
 
     def _ports_for(self, e: Experiment) -> PortMapping:
         """The port mapping that evaluates ``e``: in the mode when a trigger is in it."""
@@ -367,6 +378,21 @@ class ModelledMapping:
                 return Limit(n * self.schemes[i].alone, cost_of=i, alone=True)
         return None
 
+    @staticmethod
+    def _serial_time(i: str, models: Mapping[str, SchemeModel]) -> Fraction | None:
+        m = models[i]
+        return m.alone if m.alone is not None else m.cost
+
+    def _serialised(self, e: Experiment, r_max: RMax) -> Limit | None:
+        """Serial schemes' times alone plus the rest's tp⁻¹ (module docstring), when ``e`` has one."""
+        mine = [i for i in e if i in self.serial]
+        if not mine or (len(e.counts) == 1 and self._alone(e) is not None):
+            return None
+        rest = {i: n for i, n in e.items() if i not in self.serial}
+        t = sum((e[i] * self._serial_time(i, self.schemes) for i in mine), Fraction(0))
+        return Limit(t + (self.bottleneck(Experiment(rest), r_max).inverse_throughput if rest else 0),
+                     cost_of=mine[0], serial=True)
+
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
         """Exact tp⁻¹ (see the module docstring)."""
         return self.bottleneck(e, r_max).inverse_throughput
@@ -377,6 +403,8 @@ class ModelledMapping:
         r = check_r_max(r_max)
         if (alone := self._alone(e)) is not None:
             return alone
+        if (serial := self._serialised(e, r_max)) is not None:
+            return serial
         best = Limit(Fraction(0))
         part = self._port_part(e)
         if part is not None:
@@ -420,6 +448,8 @@ class ModelledMapping:
         for j, e in enumerate(exps):
             if (alone := self._alone(e)) is not None:
                 out[j] = float(alone.inverse_throughput)
+            elif (serial := self._serialised(e, r_max)) is not None:
+                out[j] = float(serial.inverse_throughput)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -430,6 +460,8 @@ class ModelledMapping:
             doc["mode"] = self.mode.to_json()
         if self.shared:
             doc["shared"] = [r.to_json() for r in self.shared]
+        if self.serial:
+            doc["serial"] = sorted(self.serial)
         return doc
 
     @classmethod
@@ -444,11 +476,15 @@ class ModelledMapping:
         if not isinstance(shared, list):
             raise FormatError(f"{source}: 'shared' must be a list of resources")
         shared = tuple(Shared.from_json(r, source) for r in shared)
+        serial = data.get("serial", []) if isinstance(data, dict) else []
+        if not isinstance(serial, list) or not all(isinstance(i, str) for i in serial):
+            raise FormatError(f"{source}: 'serial' must be a list of scheme names")
         if models is None:
-            return cls(mapping, mode=mode, shared=shared)
+            return cls(mapping, mode=mode, shared=shared, serial=frozenset(serial))
         if not isinstance(models, dict):
             raise FormatError(f"{source}: 'models' must be an object of scheme -> model")
-        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode, shared)
+        return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode, shared,
+                   frozenset(serial))
 
 
 def load_model(path: str | Path) -> ModelledMapping:

@@ -162,6 +162,16 @@ def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
     found = find(oracle.measure, model, alone, 5, O().resolved(False), blocking=blocking)
     assert [i for i, *_ in found["serial"]] == ["ms"]
     assert [sorted(r["hold"]) for r in found["resources"]] == [["dw", "dw2"]]
+    # and the model runs it alone, then the rest: as the machine does
+    serial = ModelledMapping(model.mapping, model.schemes, serial=frozenset(i for i, *_ in found["serial"]))
+    mixes = [Experiment({"ms": 1, "a0156": 5, "ld": 2}), Experiment({"ms": 2, "dw": 1}), Experiment({"ms": 1, "a1": 3})]
+    assert [float(serial.inverse_throughput(e, 5)) for e in mixes] == pytest.approx(oracle.measure(mixes))
+    assert list(serial.evaluate_many(mixes, 5)) == pytest.approx(oracle.measure(mixes))
+    assert serial.bottleneck(mixes[0], 5).describe() == "ms serialises (its time alone, then the rest)"
+    again = ModelledMapping.from_json(json.loads(json.dumps(serial.to_json())))
+    assert again.serial == {"ms"} and again.inverse_throughput(mixes[1], 5) == serial.inverse_throughput(mixes[1], 5)
+    with pytest.raises(FormatError):
+        ModelledMapping.from_json({**serial.to_json(), "serial": ["a0"]})      # mapped: no time of its own
 
 
 class _OneSlowSample(_WithPaths):

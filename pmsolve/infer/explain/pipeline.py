@@ -309,7 +309,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         got = stage(f"shared ({o.characterisation_key()})",
                     lambda: _shared(orc, model, {i: (single.get(i) or {}).get("tp") for i in model.schemes},
                                     r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u)), bmap))
-        model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model))
+        model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model),
+                                frozenset(i for i, *_ in got.get("serial", ())))
         summary["shared"] = got
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
