@@ -123,23 +123,25 @@ def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise
     assert list(again.evaluate_many(mixes[:50], 5)) == pytest.approx(list(pred[:50]))
 
 
-class _OneSlowPair(_WithPaths):
-    """The first {dw, mc} reads the sum of their times alone (a neighbour's burst), once."""
+class _OneGlitch(_WithPaths):
+    """The first measurement of ``pair`` reads ``cycles`` (a neighbour's burst), once."""
 
-    glitched = False
+    def __init__(self, pair: dict[str, int], cycles: float, **kw):
+        super().__init__(TRUTH, **kw)
+        self.pair, self.cycles, self.glitched = pair, cycles, False
 
     def measure(self, experiments):
         out = super().measure(experiments)
         for j, e in enumerate(experiments):
-            if not self.glitched and dict(e.items()) == {"dw": 1, "mc": 1}:
-                self.glitched, out[j] = True, 8.0
+            if not self.glitched and dict(e.items()) == self.pair:
+                self.glitched, out[j] = True, self.cycles
         return out
 
 
 def test_a_member_placed_by_one_wrong_pair_is_left_out_by_its_check():
     """A pair that reads the sum by accident puts a scheme on the divider; two copies of the first
     beside it (12 where sharing gives 14) take it off again."""
-    res = infer(_OneSlowPair(TRUTH, r_max=5), ExplainOptions())
+    res = infer(_OneGlitch({"dw": 1, "mc": 1}, 8.0, r_max=5), ExplainOptions())   # the sum, where 6
     div = next(r for r in res.summary["shared"]["resources"] if r["first"] == "dw")
     assert "mc" not in div["hold"] and set(div["hold"]) == {"dw", "dw2", "dn"}
     assert [x for x, _ in res.summary["shared"]["left_out"]] == ["mc"]
@@ -174,26 +176,13 @@ def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
         ModelledMapping.from_json({**serial.to_json(), "serial": ["a0"]})      # mapped: no time of its own
 
 
-class _OneSlowSample(_WithPaths):
-    """The first {dw, dw2} reads 11.5 where the divider takes 10 (one sample too slow), once."""
-
-    glitched = False
-
-    def measure(self, experiments):
-        out = super().measure(experiments)
-        for j, e in enumerate(experiments):
-            if not self.glitched and dict(e.items()) == {"dw": 1, "dw2": 1}:
-                self.glitched, out[j] = True, 11.5
-        return out
-
-
 def test_a_full_member_that_one_slow_pair_made_narrow_stays_full_by_its_check():
     """Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` read 1.915 beside the load path's first (sum
     1.778) and 2.665 beside two copies (full: 2.667): the check fits it full, so it stays."""
     from pmsolve.infer.explain.options import ExplainOptions as O
     from pmsolve.infer.explain.shared import find
 
-    oracle = _OneSlowSample(TRUTH, r_max=5)
+    oracle = _OneGlitch({"dw": 1, "dw2": 1}, 11.5, r_max=5)      # the divider takes 10
     slow = {"dw": F(6), "dw2": F(4), "dn": F(3)}
     model = ModelledMapping(None, {i: SchemeModel("cost", cost=t, alone=t) for i, t in slow.items()})
     alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
