@@ -102,8 +102,10 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
     resources: list[dict[str, Any]] = []
     left_out: list[list[str]] = []
     claimed: set[str] = set(serial)
+    say(f"  {len(pending) + len(serial)} slow scheme(s), {len(serial)} serialise; pairing the rest")
     while len(pending) > 1 and len(resources) < ROUNDS:
         first, rest = pending[0], pending[1:]
+        say(f"  {len(rest)} slow scheme(s) beside {first}")
         res = _round(measure, model, alone, r_max, o, first, rest, units)
         pending = [i for i in rest if i not in res["hold"] and i not in res["beside"]]
         if len(_members(res)) > 1:
@@ -111,6 +113,7 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
             claimed |= set(res["hold"]) | set(res["beside"])
     for k, res in enumerate(resources):
         res["name"] = f"S{k + 1}"
+        say(f"  {res['name']} ({res['first']}, {len(_members(res))} schemes): what other schemes hold beside it")
         _context(measure, model, alone, r_max, o, res, claimed)
         claimed |= set(res["beside"])
         _mode_context(measure, model, r_max, o, res, trigger)
