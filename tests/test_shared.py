@@ -190,3 +190,37 @@ def test_a_full_member_that_one_slow_pair_made_narrow_stays_full_by_its_check():
     div, = found["resources"]
     assert div["hold"] == {"dw": 6, "dw2": 4, "dn": 3} and set(div["beside"]) == {"dn"}, div
     assert found["left_out"] == []
+
+
+@pytest.mark.parametrize("any_zmm", [True, False])
+def test_whether_every_zmm_scheme_is_context_is_measured(any_zmm):
+    """Ice Lake-SP's ymm loads cost 0.60 beside any 512-bit scheme (``vpaddd zmm`` too), not only
+    beside a zmm load: the mode's triggers are then the load path's context. Where only the zmm
+    loads are, they are not."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find, resources
+    from pmsolve.modelled import Mode
+
+    zmm = ("vpaddd_zmm_zmm_zmm", "vmovaps_zmm_m512", "vbroadcastss_zmm_m32")
+    path = Shared("load", {"vmovaps_zmm_m512": F(9, 10), "vbroadcastss_zmm_m32": F(9, 10)},
+                  {"vmovdqu_ymm_m256": F(3, 5)}, frozenset(zmm if any_zmm else zmm[1:]))
+    truth = PortMapping(["0", "1", "2", "3"], {"vpaddd_zmm_zmm_zmm": [(_s(0), 1)], "vpaddd_xmm_xmm_xmm": [(_s(0, 1), 1)],
+                                               "vmovdqu_ymm_m256": [(_s(2, 3), 1)], "vmovaps_zmm_m512": [(_s(2, 3), 1)],
+                                               "vbroadcastss_zmm_m32": [(_s(2, 3), 1)]})
+
+    class Machine(SimulatedOracle):
+        def measure(self, experiments):
+            return [max(t, float(path.time(e))) for t, e in zip(super().measure(experiments), experiments)]
+
+    oracle = Machine(truth, r_max=4)
+    mapped = {i: truth.uops[i] for i in ("vpaddd_zmm_zmm_zmm", "vpaddd_xmm_xmm_xmm", "vmovdqu_ymm_m256")}
+    models = {i: SchemeModel("ports + cost", cost=F(9, 10), alone=F(9, 10), uops=((("2", "3"), 1),)) for i in zmm[1:]}
+    mode = Mode("1", frozenset({_s(0, 1)}), frozenset(zmm), frozenset({"vpaddd_xmm_xmm_xmm"}))
+    model = ModelledMapping(PortMapping(truth.ports, mapped), models, mode)
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    found = find(oracle.measure, model, alone, 4, O().resolved(False), trigger="vpaddd_zmm_zmm_zmm")
+    res, = found["resources"]
+    assert res["mode_context"] is any_zmm and set(res["beside"]) == {"vmovdqu_ymm_m256"}
+    with_path = ModelledMapping(model.mapping, model.schemes, mode, resources(found, model))
+    e = Experiment({"vpaddd_zmm_zmm_zmm": 1, "vmovdqu_ymm_m256": 6})
+    assert float(with_path.inverse_throughput(e, 4)) == pytest.approx(oracle.measure([e])[0])
