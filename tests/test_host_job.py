@@ -342,3 +342,14 @@ def test_published_speeds_of_the_reference_kernels_come_from_the_cpu_table():
     zen3, zen4 = published_speeds(reference_singles("zen3")), published_speeds(reference_singles("zen4"))
     assert zen3 == {"pmsolve_ref_alu": 0.25, "pmsolve_ref_load": 0.5, "pmsolve_ref_store": 0.5, "pmsolve_ref_fp": 0.5}
     assert "pmsolve_ref_load" not in zen4 and zen4["pmsolve_ref_alu"] == 0.25
+
+
+def test_report_page_lists_shared_resources_and_serialising_schemes():
+    doc = {**_doc(), "shared": {"resources": [{"name": "S1", "first": "ld<z>", "hold": {"ld<z>": 0.888, "st": 0.6},
+                                               "beside": {"ld": 0.46}, "mode_context": True, "witnesses": []}],
+                                "serial": [["bt<m>", {"bt<m>": 1, "mov": 10}, 7.15]], "left_out": []}}
+    page = render_html(doc)
+    assert "<h2>Shared resources</h2>" in page and "ld&lt;z&gt; 0.888, st 0.6" in page and "ld 0.46" in page
+    assert "S1 (any 512-bit scheme is context)" in page and "<code>bt&lt;m&gt;</code> (<code>bt&lt;m&gt;, mov×10</code> = 7.150)" in page
+    assert "shared resource (S1: ld&lt;z&gt; and 2 other(s))" in page
+    assert "Shared resources" not in render_html(_doc())

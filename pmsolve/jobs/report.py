@@ -174,6 +174,29 @@ def _predictions(pr: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _shared(shared: dict[str, Any] | None) -> list[str]:
+    """The shared resources: members, what they hold alone and beside a full member, and the
+    serialising schemes (:mod:`pmsolve.infer.explain.shared`)."""
+    found, serial = (shared or {}).get("resources") or [], (shared or {}).get("serial") or []
+    if not found and not serial:
+        return []
+    out = ["<h2>Shared resources</h2><p>Bottlenecks beside the ports that schemes hold for a measured time per "
+           "copy, adding up (a mix takes at least Σ n × hold); a scheme holds its <i>beside</i> time while a full "
+           "member (or, where said, any 512-bit scheme) is in the mix.</p>",
+           "<table id='shared'><tr><th>resource</th><th>holds</th><th>beside a full member</th></tr>"]
+    for r in found:
+        hold = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["hold"].items(), key=lambda x: -x[1]))
+        beside = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["beside"].items(), key=lambda x: -x[1]))
+        ctx = " (any 512-bit scheme is context)" if r.get("mode_context") else ""
+        out.append(f"<tr><td>{_e(r['name'])}{_e(ctx)}</td><td>{_e(hold)}</td><td>{_e(beside)}</td></tr>")
+    out.append("</table>")
+    if serial:
+        out.append("<p>Serialising (microcode nothing overlaps: a mix takes their time alone plus the rest's): "
+                   + ", ".join(f"<code>{_e(i)}</code> (<code>{_e(_exp(e))}</code> = {_num(t)})" for i, e, t in serial)
+                   + "</p>")
+    return out
+
+
 def _prediction(p: dict[str, Any] | None) -> str:
     if not p:
         return "<br><b>no prediction</b>"
@@ -267,6 +290,7 @@ def render_html(doc: dict[str, Any]) -> str:
                    f"<td class='num'>{_num(s.get('confidence'), 2)}</td><td>{wit}</td></tr>")
     out.append("</table>")
     out += _predictions(doc.get("predictions"))
+    out += _shared(doc.get("shared"))
     out.append("<h2>Misfits</h2>")
     for category, items in doc.get("misfits", {}).items():
         out.append(f"<details class='misfit-category'><summary>{_e(category)}: {len(items)}</summary><ul>")
