@@ -83,6 +83,11 @@ KINDS = {
 PORT_KINDS = ("mapped", "unit")
 
 
+def cycles(x: float) -> Fraction:
+    """A measured time as the exact fraction the model computes with (to 1/10,000 of a cycle)."""
+    return Fraction(x).limit_denominator(10_000)
+
+
 @dataclass(frozen=True)
 class SchemeModel:
     """How one scheme is predicted. ``cost``: cycles per copy on a resource of its own (None
@@ -157,9 +162,9 @@ class SchemeModel:
         except (TypeError, KeyError, ValueError, ValidationError):
             raise FormatError(f"models: {name!r}: slots_witness must be {{'experiment': {{scheme: count}}, "
                               "'measured': cycles}}") from None
-        return cls(d["kind"], conf, None if cost is None else Fraction(cost).limit_denominator(10_000),
+        return cls(d["kind"], conf, None if cost is None else cycles(cost),
                    str(d.get("why", "")), evidence, uops,
-                   None if alone is None else Fraction(alone).limit_denominator(10_000), slots, witness)
+                   None if alone is None else cycles(alone), slots, witness)
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,6 @@ class Shared:
 
     @classmethod
     def from_json(cls, d: Any, source: str = "") -> "Shared":
-        cycles = lambda x: Fraction(x).limit_denominator(10_000)  # noqa: E731
         try:
             if any(isinstance(x, bool) or not isinstance(x, (int, float))
                    for k in ("hold", "beside") for x in d.get(k, {}).values()):

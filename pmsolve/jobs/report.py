@@ -23,6 +23,8 @@ import html
 from collections import Counter
 from typing import Any
 
+from pmsolve.infer.explain.shared import members
+
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}
@@ -230,7 +232,7 @@ def shared_text(shared: dict | None) -> str:
     if not found:
         return ""
     return (f"; {len(found)} shared resource{'s' if len(found) > 1 else ''} ("
-            + "; ".join(f"{r['name']}: {r['first']} and {len({*r['hold'], *r['beside']}) - 1} other(s)"
+            + "; ".join(f"{r['name']}: {r['first']} and {len(members(r)) - 1} other(s)"
                         for r in found) + ")")
 
 

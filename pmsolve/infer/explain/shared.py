@@ -46,7 +46,6 @@ At most :data:`ROUNDS` resources, each round measures every pending slow scheme 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from fractions import Fraction
 from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
@@ -54,7 +53,7 @@ from pmsolve.infer.explain.slots import filler
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.units import off
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.modelled import ModelledMapping, Shared
+from pmsolve.modelled import ModelledMapping, Shared, cycles
 from pmsolve.throughput import inverse_throughput
 
 #: resources looked for at most (each round measures every pending slow scheme once)
@@ -108,19 +107,19 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         say(f"  {len(rest)} slow scheme(s) beside {first}")
         res = _round(measure, model, alone, r_max, o, first, rest, units)
         pending = [i for i in rest if i not in res["hold"] and i not in res["beside"]]
-        if len(_members(res)) > 1:
+        if len(members(res)) > 1:
             resources.append(res)
-            claimed |= set(res["hold"]) | set(res["beside"])
+            claimed |= members(res)
     for k, res in enumerate(resources):
         res["name"] = f"S{k + 1}"
-        say(f"  {res['name']} ({res['first']}, {len(_members(res))} schemes): what other schemes hold beside it")
+        say(f"  {res['name']} ({res['first']}, {len(members(res))} schemes): what other schemes hold beside it")
         _context(measure, model, alone, r_max, o, res, claimed)
         claimed |= set(res["beside"])
         _mode_context(measure, model, r_max, o, res, trigger)
         left_out += _checked(measure, model, alone, r_max, o, res)
-    resources = [r for r in resources if len(_members(r)) > 1]
+    resources = [r for r in resources if len(members(r)) > 1]
     for r in resources:
-        say(f"  shared resource {r['name']}: {r['first']} and {len(_members(r)) - 1} other(s) "
+        say(f"  shared resource {r['name']}: {r['first']} and {len(members(r)) - 1} other(s) "
             f"({len(r['beside'])} holding more or only beside a full member"
             f"{', every trigger of the mode as context' if r['mode_context'] else ''})")
     if serial:
@@ -130,7 +129,8 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
             "serial": [[i, *serial[i]] for i in sorted(serial)]}
 
 
-def _members(res: Mapping[str, Any]) -> set[str]:
+def members(res: Mapping[str, Any]) -> set[str]:
+    """The schemes of a found resource (a narrow member is in ``hold`` and ``beside``)."""
     return set(res["hold"]) | set(res["beside"])
 
 
@@ -224,7 +224,6 @@ def _mode_context(measure: Callable[[list[Experiment]], list[float]], model: Mod
 def resource(res: Mapping[str, Any], model: ModelledMapping) -> Shared:
     """The :class:`Shared` of one found resource: full members and (with ``mode_context``) the
     mode's triggers are its context."""
-    cycles = lambda x: Fraction(x).limit_denominator(10_000)  # noqa: E731
     context = {i for i in res["hold"] if i not in res["beside"]}
     if res.get("mode_context") and model.mode is not None:
         context |= set(model.mode.triggers) & set(model.schemes)
@@ -238,18 +237,17 @@ def _checked(measure: Callable[[list[Experiment]], list[float]], model: Modelled
     """Step 4: ``{first: 2, x: 1}`` for every member; those that miss leave the resource, but a
     slow member that its pair made narrow and whose check fits it full (one pair sample too slow:
     Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` 1.915 beside the first, 2.665 in the check where
-    full gives 2.667) stays, full."""
+    full gives 2.667) stays, full. With the resource, a two-scheme experiment takes the longer of
+    the model's prediction and the resource's time."""
     first = res["first"]
-    with_it = ModelledMapping(model.mapping, model.schemes, model.mode, (resource(res, model),))
-    members = sorted(_members(res) - {first})
-    exps = [Experiment({first: 2, x: 1}) for x in members]
+    path = resource(res, model)
+    todo = sorted(members(res) - {first})
     out = []
-    for x, (e, t, _) in zip(members, _pairs(measure, model, r_max, exps)):
-        want = float(with_it.inverse_throughput(e, r_max))
+    for x, (e, t, m) in zip(todo, _pairs(measure, model, r_max, [Experiment({first: 2, x: 1}) for x in todo])):
+        want = max(m, float(path.time(e)))
         if t == t and off(e, t, want, o) and x in res["hold"] and x in res["beside"]:
             full = {**res, "beside": {i: b for i, b in res["beside"].items() if i != x}}
-            if not off(e, t, float(ModelledMapping(model.mapping, model.schemes, model.mode,
-                                                   (resource(full, model),)).inverse_throughput(e, r_max)), o):
+            if not off(e, t, max(m, float(resource(full, model).time(e))), o):
                 res["beside"].pop(x)
                 res["witnesses"].append([dict(e.items()), t])
                 continue
@@ -273,10 +271,10 @@ def text(found: Mapping[str, Any]) -> str:
     for r in found.get("resources", ()):
         hold = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["hold"].items(), key=lambda x: -x[1])[:4])
         beside = ", ".join(f"{i} {t:.3g}" for i, t in sorted(r["beside"].items(), key=lambda x: -x[1])[:4])
-        lines.append(f"{r['name']} (first {r['first']}, {len(_members(r))} schemes): holds {hold}{', …' if len(r['hold']) > 4 else ''}"
+        lines.append(f"{r['name']} (first {r['first']}, {len(members(r))} schemes): holds {hold}{', …' if len(r['hold']) > 4 else ''}"
                      + (f"; beside a full member {beside}{', …' if len(r['beside']) > 4 else ''}" if beside else "")
                      + ("; the mode's triggers are context" if r.get("mode_context") else ""))
     return "\n".join(lines)
 
 
-__all__ = ["find", "resources", "slow_schemes", "text"]
+__all__ = ["find", "members", "resources", "slow_schemes", "text"]
