@@ -10,8 +10,9 @@ that promise:
   cvc5 even holds the interpreter until it is done;
 * **start-up**, before anything is set up: a traceback.
 
-The command line calls :func:`handling` first: its handler re-sends a signal that landed in a
-finaliser a moment later, outside it. The solver backends turn their solver's cancellation into
+The command line calls :func:`handling` first: a signal that landed in a finaliser is raised at
+the next Python call or return outside it (a one-shot profile hook: no timer, so a loaded
+machine cannot let the run finish first). The solver backends turn their solver's cancellation into
 :class:`KeyboardInterrupt` (:func:`solver_cancelled`), cancel what can be cancelled, and run
 what cannot inside :func:`uncancellable`. Library callers who never call :func:`handling` keep
 Python's own handler (a cancelled solver is a KeyboardInterrupt for them too).
@@ -20,8 +21,8 @@ Python's own handler (a cancelled solver is a KeyboardInterrupt for them too).
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -30,11 +31,8 @@ from types import FrameType
 #: how a solver names a cancellation: z3 says ``canceled`` or ``interrupted from keyboard``
 CANCEL_REASONS = frozenset({"canceled", "interrupted from keyboard", "interrupted"})
 
-#: seconds after which a signal that landed in a finaliser is sent again
-RESEND_AFTER = 0.05
-
 _seen = [0]          # SIGINTs received while :func:`handling` is active
-_resends: list[threading.Timer] = []   # signals to send again, cancelled when :func:`handling` ends
+_profile: list = []  # the profile function our one-shot hook replaced, while the hook is set
 
 
 def _in_finaliser(frame: FrameType | None) -> bool:
@@ -45,14 +43,28 @@ def _in_finaliser(frame: FrameType | None) -> bool:
     return False
 
 
+def _unhook() -> None:
+    if _profile:
+        sys.setprofile(_profile.pop())
+
+
+def _raise_outside_finaliser(frame: FrameType, event: str, arg: object) -> None:
+    """Profile hook: the first event outside a finaliser raises the pending KeyboardInterrupt
+    (an exception from a profile function propagates into the profiled code)."""
+    if _in_finaliser(frame) or frame.f_code.co_filename == __file__:   # not in :func:`settle`
+        return
+    _unhook()
+    raise KeyboardInterrupt
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _seen[0] += 1
-    if _in_finaliser(frame):   # raised here it would be printed and dropped: send it again, outside
-        timer = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signal.SIGINT))
-        timer.daemon = True
-        timer.start()
-        _resends.append(timer)
+    if _in_finaliser(frame):   # raised here it would be printed and dropped: raise it outside
+        if not _profile:
+            _profile.append(sys.getprofile())
+            sys.setprofile(_raise_outside_finaliser)
         return
+    _unhook()
     raise KeyboardInterrupt
 
 
@@ -79,10 +91,16 @@ def handling() -> Iterator[None]:
     try:
         yield
     finally:
-        for timer in _resends:   # the command is over: a late re-sent signal must not hit the caller
-            timer.cancel()
-        _resends.clear()
+        _unhook()   # the command is over: a pending signal must not hit the caller
         signal.signal(signal.SIGINT, old)
+
+
+def settle() -> bool:
+    """Whether a SIGINT arrived since :func:`handling` began; one still waiting to be raised
+    (it landed in a finaliser) is dropped. The last call inside the block: leaving it would
+    raise the waiting one from the ``with`` statement itself."""
+    _unhook()
+    return seen()
 
 
 def seen() -> bool:

@@ -321,3 +321,29 @@ def test_a_solvers_own_timeout_stays_a_timeout(backend):
     res = session.check()
     session.close()
     assert not res.feasible and not res.infeasible
+
+
+def test_a_sigint_in_a_finaliser_is_raised_at_the_next_call_outside_it():
+    """Not a moment later (a re-sent signal once let a 0.2 s run finish on a loaded machine and
+    exit 130 after printing its whole result): the very next call after the finaliser raises,
+    whatever the machine's load, and nothing is left pending once :func:`handling` ends."""
+    from pmsolve import interrupts
+
+    class Interrupts:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    steps: list[str] = []
+    with interrupts.handling():
+        with pytest.raises(KeyboardInterrupt):
+            obj = Interrupts()
+            del obj
+            steps.append("went on")
+        assert interrupts.seen()
+    assert steps == [] and sys.getprofile() is None
+    with interrupts.handling():   # one still waiting when the command settles is dropped
+        obj = Interrupts()
+        del obj
+        assert interrupts.settle()
+    time.sleep(0.1)
+    assert sys.getprofile() is None

@@ -26,8 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             code = run(argv)
         except KeyboardInterrupt:   # before the command knew whether it resumes
+            interrupts.settle()
             return interrupted(False)
-        if interrupts.seen() and code != EXIT_INTERRUPTED:
+        if interrupts.settle() and code != EXIT_INTERRUPTED:
             # a Ctrl-C that something swallowed (printed and dropped): still not a success
             return interrupted(False)
         return code
