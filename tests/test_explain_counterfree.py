@@ -1301,3 +1301,43 @@ def test_one_too_fast_sample_does_not_leave_a_scheme_that_takes_time_with_no_uop
     res = infer(oracle, ExplainOptions())
     assert oracle.glitched
     assert "x" in res.mapping.uops and not agreement(truth, res.mapping).different, res.explanations["x"]
+
+
+class _OneGlitchyPair(SimulatedOracle):
+    """The first measurement of ``pair`` reads ``cycles`` (a neighbour's burst), once."""
+
+    def __init__(self, truth, pair: dict[str, int], cycles: float, **kw):
+        super().__init__(truth, **kw)
+        self.pair, self.cycles, self.glitched = pair, cycles, False
+
+    def measure(self, experiments):
+        out = super().measure(experiments)
+        for j, e in enumerate(experiments):
+            if not self.glitched and dict(e.items()) == self.pair:
+                self.glitched, out[j] = True, self.cycles
+        return out
+
+
+def test_a_scheme_one_glitchy_pair_put_on_a_unit_is_taken_off_by_its_check():
+    """``db`` (2 cycles on a unit D) and ``da`` (3 on a unit E of its own) take 3 together; once a
+    burst made their pair read 5, the sum, and ``da`` kept D however its checks went (none set it
+    beside D's first again: two copies of ``da`` take 6 on either unit). Two copies of the first
+    beside it (4, where sharing gives 7) take it off, and no prediction adds it up with D."""
+    from pmsolve.infer.explain.units import place
+
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    blockers = {"b01": s(0, 1), "b23": s(2, 3), "ld": s(4, 5)}
+    slow = {"db": [(s(0, 1), 1), (s("D"), 2)], "da": [(s(2, 3), 1), (s("E"), 3)]}
+    truth, blocking, _ = _blocked_machine(6, blockers, {})
+    truth = PortMapping(truth.ports + ("D", "E"), {**truth.uops, **slow})
+    expl = {i: Explanation(misfit=Misfit("outside the model", f"alone it runs at {t} cycles, slower than its µops explain",
+                                         ((Experiment({i: 1}), float(t)),), ((q, 1),)))
+            for i, q, t in (("db", ("0", "1"), 2), ("da", ("2", "3"), 3))}
+    for glitch in (None, 5.0):
+        oracle = _OneGlitchyPair(truth, {"da": 1, "db": 1}, glitch or 3.0, r_max=6)
+        units, out = place(oracle, expl, blocking, 6, ExplainOptions(r_max=6).resolved(False), lambda m: None)
+        assert [u["members"] for u in units] == ([["db"], ["da"]] if glitch is None else [["db"]]), units
+        assert out["db"].misfit is None
+        if glitch is not None:
+            assert out["da"].misfit is not None and out["da"].misfit.unit == ()
+            assert "beside 2 copies of db" in out["da"].misfit.reason

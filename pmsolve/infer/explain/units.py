@@ -15,9 +15,11 @@ Which schemes share a unit is measured, not assumed: a scheme beside the first m
 takes the sum of their unit cycles when they share it and the longer of the two when they do not
 (:func:`verdict`; a pair that fits neither only rules that unit out). Each placement is then
 checked on experiments not used to make it: two copies of the scheme (2n cycles, the unit is
-unpipelined), a pair with another member of its unit, the blocking-instruction experiments of
-its characterisation, one copy of each blocking instruction beside it, and three mixes with one
-copy each of random blocking instructions, which the model knows exactly. A bottleneck shared
+unpipelined), two copies of the unit's first beside it (the pair again at other counts: a pair
+read once during a burst puts no scheme on a unit), a pair with another member of its unit,
+the blocking-instruction experiments of its characterisation, one copy of each blocking
+instruction beside it, and three mixes with one copy each of random blocking instructions,
+which the model knows exactly. A bottleneck shared
 with ports is no unit: Zen 4's ``add m64, r64`` takes 2 cycles beside one vector store, where a
 unit of its own gives 1 (mixes with other mapped schemes would charge it with their errors too).
 A scheme whose time is not a whole number of half cycles, or whose pairs or checks miss, stays a
@@ -207,11 +209,15 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     full = PortMapping(tuple(blocking.ports) + tuple(p for u in units for p in u["ports"]),
                        {**blocking.uops, **mapped, **{i: _uops(slow[i], on[of[i]], cycles[i]) for i in of}})
     checks: dict[str, list[Experiment]] = {}
+    sharing: dict[str, tuple[str, Experiment]] = {}  # member -> its unit's first, two copies of it beside it
     blockers = sorted(blocking.uops)
     for u in units:
         rest = u["members"][1:]                      # pairs with the first member are witnesses already
         for k, i in enumerate(u["members"]):
             checks[i] = [Experiment({i: 2})]
+            if i in rest:   # its pair again, but not the same experiment: one burst in the pair is no unit
+                sharing[i] = (u["first"], Experiment({u["first"]: 2, i: 1}))
+                checks[i].append(sharing[i][1])
             if i in rest and len(rest) > 1:
                 checks[i].append(Experiment({i: 1, rest[k % len(rest)]: 1}))   # the next one, cyclically
             checks[i] += [Experiment({i: 1, b: 1}) for b in blockers]   # one copy of each: a port it waits for
@@ -225,9 +231,17 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     mod = dict(zip(known, (float(m) for m in batch_inverse_throughput([(full, e) for e in known], r_max))))
     miss = {i: _misses(checks[i], measured, explanations[i], mod, o) for i in of}
     out: dict[str, Explanation] = {}
-    shown = {p for p, k in Counter(of.values()).items() if k > 1}     # a pair showed the unit shared
+    apart = {i for i, (_, e) in sharing.items() if off(e, measured[e], mod[e], o)}
+    for i in sorted(apart):   # its pair read the sum by chance: no unit shown, no prediction adds it up with it
+        first, e = sharing[i]
+        out[i] = _misfit(explanations[i], f"beside 2 copies of {first} it takes {measured[e]:.4g} where sharing "
+                         f"unit {of[i]} gives {mod[e]:.4g}: the pair that put it there does not hold",
+                         ((e, measured[e]),))
+    shown = {p for p, k in Counter(p for i, p in of.items() if i not in apart).items() if k > 1}
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
+        if i in apart:
+            continue
         if miss[i]:   # a unit that a pair showed it shares stays with it: a prediction may use it
             out[i] = _misfit(x, f"{float(n):g} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
                              f"{len(miss[i])} experiment(s) not used to derive them (" + "; ".join(
