@@ -76,7 +76,7 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
                    help="PMEvo's comparison trains on a random sample of this many mapped schemes (it measures "
                         "every pair; default 40)")
     p.add_argument("--pmevo-minutes", type=NON_NEGATIVE, default=1.5,
-                   help="PMEvo's evolution time for the comparison (default 1.5)")
+                   help="PMEvo's search time for the comparison, on up to two processes (default 1.5)")
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
     p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
     p.add_argument("--seed", type=int, default=0, help="random seed")

@@ -64,6 +64,8 @@ from pmsolve.throughput import evaluate_many
 
 Say = Callable[[str], None]
 METHODS = ("explain", "pmevo")
+#: processes for PMEvo's search in the job, at most (benchmarks/RESULTS.md §1.10)
+PMEVO_WORKERS = 2
 # Kendall's τ-b is also given on measurements rounded to this many cycles: the precision of
 # published throughput tables (uops.info, Agner Fog: two decimals), and about the harness's
 # noise at 1-2 cycles. Raw measurements tie no pair, so a predictor that ties many pairs (a port
@@ -90,7 +92,7 @@ class JobConfig:
     runs: int = 1
     noise: float = 0.005
     compare_pmevo: bool = True
-    pmevo_minutes: float = 1.5
+    pmevo_minutes: float = 1.5   # of search, on PMEVO_WORKERS processes
     pmevo_schemes: int = 40   # it measures every pair (twice: pairs and ratio pairs)
     # random training experiments beside the pairs (the paper's PMEvo has none; its best preset
     # 5,000: with them PMEvo's comparison took 6.3 of a 19.8-minute quick run on a Zen 4, with
@@ -519,12 +521,16 @@ def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, 
 
 
 def _pmevo(oracle, names: list[str], r_max: float | None, config: JobConfig, work: Path, say: Say) -> PortMapping:
-    """PMEvo (ch. 5, its best preset) on the same schemes, for comparison, within the budget."""
+    """PMEvo (ch. 5, its best preset) on the same schemes, for comparison: ``pmevo_minutes`` of
+    search on up to :data:`PMEVO_WORKERS` of this machine's CPUs (nothing is measured while it
+    evolves, so it may have the whole machine)."""
+    workers = max(1, min(PMEVO_WORKERS, host_cpu().cpus))
     options = PmevoOptions(ports=10, instructions=tuple(names), r_max=r_max, seed=config.seed,
                            budget_seconds=60 * config.pmevo_minutes, training=config.pmevo_training,
-                           check_experiments=0)
+                           check_experiments=0, workers=workers)
     say(f"  PMEvo on {len(names)} mapped schemes: their singletons, pairs, ratio pairs and "
-        f"{options.value('training')} random experiments measured, then {config.pmevo_minutes:g} min of search")
+        f"{options.value('training')} random experiments measured, then {config.pmevo_minutes:g} min of search "
+        f"on {workers} process(es)")
     return pmevo_infer(oracle, options, state=str(work / "pmevo-checkpoint")).mapping
 
 
