@@ -70,6 +70,22 @@ class DeviatingMachine(SimulatedOracle):
         return [n - e["ucode"] for n, e in zip(super().uop_counts(experiments), experiments)]
 
 
+class OneGlitch(SimulatedOracle):
+    """The first measurement of ``pair`` reads ``cycles`` (a neighbour's burst), once; the rest as
+    the oracle after it in the bases (a machine with a ``measure`` of its own may follow)."""
+
+    def __init__(self, truth: PortMapping, pair: dict[str, int], cycles: float, **kw):
+        super().__init__(truth, **kw)
+        self.pair, self.cycles, self.glitched = pair, cycles, False
+
+    def measure(self, experiments):
+        out = super().measure(experiments)
+        for j, e in enumerate(experiments):
+            if not self.glitched and dict(e.items()) == self.pair:
+                self.glitched, out[j] = True, self.cycles
+        return out
+
+
 def single(e: Experiment) -> bool:
     return len(e.counts) == 1
 

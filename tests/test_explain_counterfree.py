@@ -10,7 +10,7 @@ from fractions import Fraction
 from itertools import combinations
 
 import pytest
-from explain_fixtures import hidden_union, readme_tour, small_hidden, synthetic, zen_like
+from explain_fixtures import OneGlitch, hidden_union, readme_tour, small_hidden, synthetic, zen_like
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -1303,21 +1303,6 @@ def test_one_too_fast_sample_does_not_leave_a_scheme_that_takes_time_with_no_uop
     assert "x" in res.mapping.uops and not agreement(truth, res.mapping).different, res.explanations["x"]
 
 
-class _OneGlitchyPair(SimulatedOracle):
-    """The first measurement of ``pair`` reads ``cycles`` (a neighbour's burst), once."""
-
-    def __init__(self, truth, pair: dict[str, int], cycles: float, **kw):
-        super().__init__(truth, **kw)
-        self.pair, self.cycles, self.glitched = pair, cycles, False
-
-    def measure(self, experiments):
-        out = super().measure(experiments)
-        for j, e in enumerate(experiments):
-            if not self.glitched and dict(e.items()) == self.pair:
-                self.glitched, out[j] = True, self.cycles
-        return out
-
-
 def test_a_scheme_one_glitchy_pair_put_on_a_unit_is_taken_off_by_its_check():
     """``db`` (2 cycles on a unit D) and ``da`` (3 on a unit E of its own) take 3 together; once a
     burst made their pair read 5, the sum, and ``da`` kept D however its checks went (none set it
@@ -1334,7 +1319,7 @@ def test_a_scheme_one_glitchy_pair_put_on_a_unit_is_taken_off_by_its_check():
                                          ((Experiment({i: 1}), float(t)),), ((q, 1),)))
             for i, q, t in (("db", ("0", "1"), 2), ("da", ("2", "3"), 3))}
     for glitch in (None, 5.0):
-        oracle = _OneGlitchyPair(truth, {"da": 1, "db": 1}, glitch or 3.0, r_max=6)
+        oracle = OneGlitch(truth, {"da": 1, "db": 1}, glitch or 3.0, r_max=6)
         units, out = place(oracle, expl, blocking, 6, ExplainOptions(r_max=6).resolved(False), lambda m: None)
         assert [u["members"] for u in units] == ([["db"], ["da"]] if glitch is None else [["db"]]), units
         assert out["db"].misfit is None

@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from explain_fixtures import OneGlitch
 from pmsolve.errors import FormatError
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions, infer
@@ -123,19 +124,11 @@ def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise
     assert list(again.evaluate_many(mixes[:50], 5)) == pytest.approx(list(pred[:50]))
 
 
-class _OneGlitch(_WithPaths):
-    """The first measurement of ``pair`` reads ``cycles`` (a neighbour's burst), once."""
+class _OneGlitch(OneGlitch, _WithPaths):
+    """The paths' truth; the first measurement of ``pair`` reads ``cycles``, once."""
 
     def __init__(self, pair: dict[str, int], cycles: float, **kw):
-        super().__init__(TRUTH, **kw)
-        self.pair, self.cycles, self.glitched = pair, cycles, False
-
-    def measure(self, experiments):
-        out = super().measure(experiments)
-        for j, e in enumerate(experiments):
-            if not self.glitched and dict(e.items()) == self.pair:
-                self.glitched, out[j] = True, self.cycles
-        return out
+        super().__init__(TRUTH, pair, cycles, **kw)
 
 
 def test_a_member_placed_by_one_wrong_pair_is_left_out_by_its_check():
