@@ -12,6 +12,7 @@ has already retried each experiment by then.
 from __future__ import annotations
 
 import os
+import random
 import statistics
 import threading
 import time
@@ -211,6 +212,24 @@ def test_result_details(hw):
     assert r.cycles == min(sorted(v)[len(v) // 2] for v in r.samples.values())
 
 
+def undisturbed(samples: list[float], tolerance: float, band: float = 0.05) -> float:
+    """:func:`steadiness` of the samples within ``band`` of the lower quartile (0 when fewer than a
+    third are): the kernel's speeds when nothing slowed it, modes a few per cent apart included."""
+    floor = sorted(samples)[len(samples) // 4]
+    near = [x for x in samples if x <= (1 + band) * floor]
+    return steadiness(near, tolerance) if 3 * len(near) >= len(samples) else 0.0
+
+
+def test_only_slow_samples_are_left_out_of_the_steadiness_of_a_kernel():
+    """Without hardware: a kernel at one speed with a third of its samples slowed by 10-60 % is
+    steady; one of four speeds 1.2 % apart (the Zen 4's GPR loads) is not, slowed or not."""
+    rng = random.Random(1)
+    one = [0.5 * (1 + rng.uniform(0.1, 0.6)) if k % 3 == 0 else 0.5 for k in range(300)]
+    modes = [(0.329, 0.333, 0.337, 0.341)[k % 4] for k in range(300)]
+    assert steadiness(one, 0.02) < 0.7 <= undisturbed(one, 0.02)
+    assert undisturbed(modes, 0.02) < 0.3 and undisturbed([x * 1.3 if k % 3 == 0 else x for k, x in enumerate(modes)], 0.02) < 0.3
+
+
 @needs_hw
 def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     """The gate holds each reference sample against one baseline within ``noise_tolerance``, so
@@ -223,11 +242,15 @@ def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     alike (on this VM many slow the ALU, load and store kernels by 10-90 % and leave the FP one
     alone), so each gets its own quiet moment: a steady kernel reaches a high share in one, a
     kernel of several speeds in none (with mov r64, m64 as the load reference: at best 0.70 in
-    eight bursts against 0.93 for the others)."""
+    eight bursts against 0.93 for the others). Only the samples within 5 % of a burst's lower
+    quartile are judged (:func:`undisturbed`): a burst only slows a kernel, and on the Ice Lake-SP
+    VM a neighbour kept a third of the load kernel's samples 5-60 % slow through every burst of a
+    CI run (0.77 at best against 0.94) while the others had quiet moments; the Zen 4's modes lie
+    within 4 % of each other and stay in."""
     best = {name: 0.0 for name in REFERENCES}
     for _, samples in zip(attempts(8), reference_bursts(FAST)):   # bursts last seconds to minutes: wait up to two
         for name, v in samples.items():
-            best[name] = max(best[name], steadiness(v, FAST.noise_tolerance))
+            best[name] = max(best[name], undisturbed(v, FAST.noise_tolerance))
         if max(best.values()) >= 0.7 and min(best.values()) >= max(best.values()) - 0.15:
             break
     # A kernel that never reached 0.7 in two minutes is either of several speeds or was disturbed
