@@ -25,7 +25,7 @@ from pmsolve.harness.assemble import assemble
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, FLOOR_MARGIN, REFERENCES, STALE_AFTER, HardwareOracle,
                                       HarnessSettings, available, densest, floored, lower_baseline, published_speeds,
                                       relative_spread, settled_baseline)
-from pmsolve.harness.references import machine_state, pinned, reference_bursts, steadiness
+from pmsolve.harness.references import MachineState, machine_state, pinned, reference_bursts, steadiness
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
 from pmsolve.harness.simulated import SimulatedOracle
@@ -220,6 +220,14 @@ def undisturbed(samples: list[float], tolerance: float, band: float = 0.05) -> f
     return steadiness(near, tolerance) if 3 * len(near) >= len(samples) else 0.0
 
 
+def slowed(samples: list[float], tolerance: float) -> bool:
+    """Whether the samples off the median by more than a quarter of ``tolerance`` are mostly slow
+    ones (twice as many as fast): a neighbour slowing some, where modes lie on both sides."""
+    mid = statistics.median(samples)
+    slow = sum(x > (1 + tolerance / 4) * mid for x in samples)
+    return slow > 0 and slow >= 2 * sum(x < (1 - tolerance / 4) * mid for x in samples)
+
+
 def test_only_slow_samples_are_left_out_of_the_steadiness_of_a_kernel():
     """Without hardware: a kernel at one speed with a third of its samples slowed by 10-60 % is
     steady; one of four speeds 1.2 % apart (the Zen 4's GPR loads) is not, slowed or not."""
@@ -228,6 +236,8 @@ def test_only_slow_samples_are_left_out_of_the_steadiness_of_a_kernel():
     modes = [(0.329, 0.333, 0.337, 0.341)[k % 4] for k in range(300)]
     assert steadiness(one, 0.02) < 0.7 <= undisturbed(one, 0.02)
     assert undisturbed(modes, 0.02) < 0.3 and undisturbed([x * 1.3 if k % 3 == 0 else x for k, x in enumerate(modes)], 0.02) < 0.3
+    assert slowed([0.5 * (1 + rng.uniform(0.01, 0.04)) if k % 3 == 0 else 0.5 for k in range(300)], 0.02)
+    assert not slowed(modes, 0.02) and not slowed([0.5] * 300, 0.02)
 
 
 @needs_hw
@@ -248,9 +258,16 @@ def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     CI run (0.77 at best against 0.94) while the others had quiet moments; the Zen 4's modes lie
     within 4 % of each other and stay in."""
     best = {name: 0.0 for name in REFERENCES}
+    at_best: dict[str, list[float]] = {}
+    ref = reference_singles(host_cpu().microarchitecture)
+    published = published_speeds(ref) if ref is not None else {}
+    neighbour: dict[str, float] = {}   # a kernel's median far slower than published in some burst
     for _, samples in zip(attempts(8), reference_bursts(FAST)):   # bursts last seconds to minutes: wait up to two
+        neighbour.update(MachineState({n: statistics.median(v) for n, v in samples.items()}, published).slow())
         for name, v in samples.items():
-            best[name] = max(best[name], undisturbed(v, FAST.noise_tolerance))
+            share = undisturbed(v, FAST.noise_tolerance)
+            if share >= best[name]:
+                best[name], at_best[name] = share, v
         if max(best.values()) >= 0.7 and min(best.values()) >= max(best.values()) - 0.15:
             break
     # A kernel that never reached 0.7 in two minutes is either of several speeds or was disturbed
@@ -259,7 +276,12 @@ def test_every_reference_kernel_runs_at_one_speed_when_undisturbed():
     # against 0.93) still reaches 0.7 and fails the comparison.
     if min(best.values()) < 0.7:
         pytest.skip(f"a reference kernel had no quiet moment within 8 bursts: {best}")
-    assert min(best.values()) >= max(best.values()) - 0.15, best
+    low = [n for n in REFERENCES if best[n] < max(best.values()) - 0.15]
+    if low and (neighbour or all(slowed(at_best[n], FAST.noise_tolerance) for n in low)):
+        # the Ice Lake-SP VM beside a neighbour (2026-11-28): the load kernel 0.77, then the FP one
+        # 0.80-0.81, against 0.94-0.98 for the others; on a quiet hour all were 0.88-0.95
+        pytest.skip(f"a neighbour slowed the reference kernels ({neighbour}): not judged: {best}")
+    assert not low, best
 
 
 @needs_hw
