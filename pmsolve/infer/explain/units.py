@@ -232,15 +232,13 @@ def _checked(oracle: Any, units: list[dict[str, Any]], slow: dict[str, Slow], cy
     miss = {i: _misses(checks[i], measured, explanations[i], mod, o) for i in of}
     out: dict[str, Explanation] = {}
     apart = {i for i, (_, e) in sharing.items() if off(e, measured[e], mod[e], o)}
-    for i in sorted(apart):   # its pair read the sum by chance: no unit shown, no prediction adds it up with it
-        first, e = sharing[i]
-        out[i] = _misfit(explanations[i], f"beside 2 copies of {first} it takes {measured[e]:.4g} where sharing "
-                         f"unit {of[i]} gives {mod[e]:.4g}: the pair that put it there does not hold",
-                         ((e, measured[e]),))
     shown = {p for p, k in Counter(p for i, p in of.items() if i not in apart).items() if k > 1}
     for i, port in of.items():
         x, n = explanations[i], cycles[i]
-        if i in apart:
+        if i in apart:   # its pair read the sum by chance: no unit shown, no prediction adds it up with it
+            first, e = sharing[i]
+            out[i] = _misfit(x, f"beside 2 copies of {first} it takes {measured[e]:.4g} where sharing unit {port} "
+                             f"gives {mod[e]:.4g}: the pair that put it there does not hold", ((e, measured[e]),))
             continue
         if miss[i]:   # a unit that a pair showed it shares stays with it: a prediction may use it
             out[i] = _misfit(x, f"{float(n):g} cycle(s) on a unit ({port}) beside its µops on ports do not reproduce "
