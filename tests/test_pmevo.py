@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -424,8 +425,9 @@ def test_presets_fill_only_what_is_not_given():
 
 
 def test_a_time_limit_ends_the_evolution_and_a_deadline_the_port_sweeps():
-    """No timing thresholds: a zero time limit ends the evolution after its first generation,
-    and a passed deadline lets the final port search make exactly one pass."""
+    """No timing thresholds: a zero time limit starts no generation, and a passed deadline
+    lets the port search try no move (before, its first pass always ran: 49 s past a 90 s
+    budget on the job's 40 schemes)."""
     from pmsolve.infer.pmevo.evolution import Evolution
     from pmsolve.infer.pmevo.port_search import port_search
 
@@ -434,11 +436,40 @@ def test_a_time_limit_ends_the_evolution_and_a_deadline_the_port_sweeps():
     ev = build_evaluator(4, insns, measured, None)
     single = [measured[Experiment({i: 1})] for i in insns]
     run = Evolution(ev, single, EvolutionConfig(population=20, generations=None, seed=1, time_limit=0)).run()
-    assert run.generations == 1 and len(run.history) == 2
+    assert run.generations == 0 and len(run.history) == 1
     genome = random_genome(random.Random(3), 4, single)
     scale = Scale.of(np.array([ev.objectives(genome)]), 0.01)
-    assert port_search(ev, genome, scale, sweeps=5, deadline=0.0) == port_search(ev, genome, scale, sweeps=1)
-    assert port_search(ev, genome, scale, sweeps=5) != port_search(ev, genome, scale, sweeps=1)
+    got, d, v = port_search(ev, genome, scale, sweeps=5, deadline=0.0)
+    assert got == genome and (d, v) == pytest.approx(ev.objectives(genome), rel=1e-5)
+    assert port_search(ev, genome, scale, sweeps=5, deadline=time.time() + 3600)[0] != genome
+
+
+def test_no_generation_starts_that_would_end_past_the_time_limit(monkeypatch):
+    """On a clock where an evaluation takes 1 s and a memetic pass 10 s, a 15 s limit runs
+    generations 1-3 (ending at 14 s) and does not start generation 4: its memetic pass would end
+    at 25 s (before, the limit was only looked at after a generation, so generation 4 ran on)."""
+    from pmsolve.infer.pmevo import evolution
+
+    class Clock:
+        now = 1000.0
+        monotonic = time = staticmethod(lambda: Clock.now)
+
+    def slow(method, seconds):
+        def run(self, *args):
+            Clock.now += seconds
+            return method(self, *args)
+        return run
+
+    monkeypatch.setattr(evolution, "time", Clock)
+    monkeypatch.setattr(evolution.Evolution, "_evaluate", slow(evolution.Evolution._evaluate, 1.0))
+    monkeypatch.setattr(evolution.Evolution, "_memetic", slow(evolution.Evolution._memetic, 10.0))
+    measured = measure_all(SimulatedOracle(TRUTH), TRUTH.instructions)
+    insns = list(TRUTH.instructions)
+    ev = build_evaluator(4, insns, measured, None)
+    single = [measured[Experiment({i: 1})] for i in insns]
+    cfg = EvolutionConfig(population=20, generations=None, seed=1, time_limit=15, memetic_every=2, port_top=1)
+    pop, gen, converged = evolution.Evolution(ev, single, cfg).evolve()
+    assert not converged and gen == 3
 
 
 def test_port_search_keeps_a_uop_for_every_scheme_on_two_ports():

@@ -75,8 +75,9 @@ def _add_main_job(sub: argparse._SubParsersAction) -> argparse._SubParsersAction
     p.add_argument("--pmevo-schemes", type=POSITIVE_INT, default=40,
                    help="PMEvo's comparison trains on a random sample of this many mapped schemes (it measures "
                         "every pair; default 40)")
-    p.add_argument("--pmevo-minutes", type=NON_NEGATIVE, default=1.5,
-                   help="PMEvo's search time for the comparison, on up to two processes (default 1.5)")
+    p.add_argument("--pmevo-minutes", type=NON_NEGATIVE, default=JobConfig.pmevo_minutes,
+                   help="PMEvo's search time for the comparison, on up to two processes; the search ends by "
+                        f"then (default {JobConfig.pmevo_minutes:g})")
     p.add_argument("--mcpu", help="llvm-mca -mcpu to compare with (default: the best for this CPU)")
     p.add_argument("--osaca", dest="osaca_arch", help="OSACA model to compare with (default: the nearest one)")
     p.add_argument("--seed", type=int, default=0, help="random seed")

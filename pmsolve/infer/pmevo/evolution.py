@@ -61,7 +61,9 @@ class EvolutionConfig:
     ``port_top`` best polished mappings at the end; ``memetic_every`` = k > 0 also applies one
     pass to the ``port_top`` best distinct individuals every k generations and puts the
     results back into the population (a memetic algorithm). ``time_limit`` (seconds) ends the
-    evolution early; the run is then only reproducible up to where the clock stopped it.
+    evolution early: no generation starts that would end past it (as long as the last of its
+    kind took), and a memetic pass stops at it; the run is then only reproducible up to where
+    the clock stopped it.
     ``init_uops`` caps the distinct µops per instruction of the random initial mappings (None:
     up to |P|, as in the paper; real schemes mostly have one or two kinds of µop).
     ``generations`` caps the generations (None: no cap); ``patience`` stops after that many
@@ -255,6 +257,10 @@ class Evolution:
             stale = 0 if row["best_d"] < best_d - 1e-12 else stale + 1
             best_d = min(best_d, row["best_d"])
         while (cfg.generations is None or gen < cfg.generations) and not converged:
+            left = None if cfg.time_limit is None else cfg.time_limit - (time.monotonic() - t0)
+            if left is not None and (left <= 0 or (self._expected_seconds(gen + 1) or 0.0) > left):
+                break  # a generation that would end past the limit is not started
+            limit_at = None if left is None else time.time() + left  # for the workers' clocks
             offspring = []
             while len(offspring) < cfg.population:
                 i, j = self.rng.sample(range(len(pop)), 2)
@@ -267,7 +273,7 @@ class Evolution:
             pop = tb.select(pop + offspring, cfg.population)
             gen += 1
             if cfg.memetic_every and gen % cfg.memetic_every == 0:
-                pop = self._memetic(pop)
+                pop = self._memetic(pop, limit_at)
             converged = self._converged(pop)
             row = self._log(gen, pop, t0)
             self._save(gen, pop, converged)
@@ -275,9 +281,19 @@ class Evolution:
             best_d = min(best_d, row["best_d"])
             if cfg.patience is not None and stale >= cfg.patience:
                 break
-            if cfg.time_limit is not None and time.monotonic() - t0 > cfg.time_limit:
-                break
         return pop, gen, converged
+
+    def _expected_seconds(self, gen: int) -> float | None:
+        """How long generation ``gen`` will take: as long as the last one of its kind (with or
+        without the memetic pass, which takes most of the time), read from the logbook so that
+        a resumed run decides the same; None before one of its kind has run."""
+        every = self.config.memetic_every
+        memetic = lambda g: bool(every) and g % every == 0  # noqa: E731
+        rows = list(self.logbook)
+        for prev, row in zip(reversed(rows[:-1]), reversed(rows[1:])):
+            if memetic(row["gen"]) == memetic(gen):
+                return row["seconds"] - prev["seconds"]
+        return None
 
     def _distinct_best(self, pop: list, scale: Scale, limit: int | None) -> list[int]:
         """Indices of the best individuals by scaled fitness, one per distinct mapping."""
@@ -293,13 +309,15 @@ class Evolution:
                     break
         return picked
 
-    def _memetic(self, pop: list) -> list:
-        """One pass of port-set search on the best distinct individuals, written back."""
+    def _memetic(self, pop: list, deadline: float | None) -> list:
+        """One pass of port-set search on the best distinct individuals, written back; no move
+        is tried after ``deadline`` (``time.time()``)."""
         objs = np.array([ind.fitness.values for ind in pop])
         scale = Scale.of(objs, self.config.volume_weight)
         picked = self._distinct_best(pop, scale, self.config.port_top)
         work = [list(pop[j]) for j in picked]
-        results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, 1), chunks(work, self.n_chunks))
+        results = self.toolbox.map(partial(port_search_chunk, self.ev, scale, 1, deadline=deadline),
+                                   chunks(work, self.n_chunks))
         flat = [r for part in results for r in part]
         pop = list(pop)
         for j, (genome, d, v) in zip(picked, flat):
@@ -311,8 +329,7 @@ class Evolution:
 
     def local_search(self, pop: list, deadline: float | None = None) -> tuple[Genome, float, int]:
         """Polish the best distinct individuals greedily, then (``port_sweeps``) search port sets
-        of the best ones, no further pass starting after ``deadline`` (``time.time()``);
-        return the fittest result."""
+        of the best ones until ``deadline`` (``time.time()``); return the fittest result."""
         objs = np.array([ind.fitness.values for ind in pop])
         scale = Scale.of(objs, self.config.volume_weight)
         starts = [list(pop[j]) for j in self._distinct_best(pop, scale, None if self.config.local_search is None else max(1, self.config.local_search))]
@@ -331,8 +348,8 @@ class Evolution:
         return flat[int(np.argmin(fit))]
 
     def run(self, deadline: float | None = None) -> EvolutionResult:
-        """Evolve, then search locally (Alg. 5.1); no port-set search pass after the evolution
-        starts after ``deadline`` (``time.time()``; None: all ``port_sweeps``)."""
+        """Evolve, then search locally (Alg. 5.1); the port-set search after the evolution
+        stops at ``deadline`` (``time.time()``; None: all ``port_sweeps``)."""
         pop, gen, converged = self.evolve()
         genome, d, v = self.local_search(pop, deadline)
         return EvolutionResult(genome, d, v, gen, self.evaluations, converged, list(self.logbook))
