@@ -116,6 +116,7 @@ def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise
     assert set(load["hold"]) == {"ldz", "ldz2"} and set(load["beside"]) == {"ldy", "ld"}
     assert load["beside"]["ldy"] == pytest.approx(0.6, rel=0.05)
     assert res.model.serial == {"ms"} and res.model.schemes["ms"].kind == "cost"
+    assert res.model.schemes["ms"].confidence > 0.9   # scored as serialising (as a cost alone: 1 of 33)
     rng = random.Random(11)
     names = sorted(res.model.schemes)
     mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 4))}) for _ in range(300)]

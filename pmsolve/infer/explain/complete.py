@@ -37,6 +37,7 @@ scheme that could not be measured alone gets no prediction: it is listed with th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -99,6 +100,23 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
         models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us), alone)
     return with_models(mapping, models, mode), none
+
+
+def rescored(model: ModelledMapping, measured: Mapping[Experiment, float], r_max: float | None,
+             names: frozenset[str]) -> ModelledMapping:
+    """``model`` with the confidence and evidence of ``names`` scored again on the same kind of
+    experiments, by the whole model: a serialising scheme was scored as a cost of its own, which
+    takes the longer where it takes the sum (Ice Lake-SP's ``btc m64, r64``)."""
+    mapped = set(model.mapping.uops) if model.mapping is not None else set()
+    models = dict(model.schemes)
+    for i in sorted(names & set(models)):
+        exps = [(e, t) for e, t in measured.items() if i in e and t == t and t > 0 and all(n == i or n in mapped for n in e)]
+        if not exps:
+            continue
+        pred = model.evaluate_many([e for e, _ in exps], r_max)
+        hits = int(np.sum(np.abs(pred - np.array([t for _, t in exps])) / np.array([t for _, t in exps]) <= WITHIN))
+        models[i] = replace(models[i], confidence=hits / len(exps), evidence=(hits, len(exps)))
+    return ModelledMapping(model.mapping, models, model.mode, model.shared, model.serial)
 
 
 def unit_uops(cost: Fraction, width: int) -> int:

@@ -51,7 +51,7 @@ from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.layouts import LayoutVote
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
-from pmsolve.infer.explain.complete import complete, kind_summary
+from pmsolve.infer.explain.complete import complete, kind_summary, rescored
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure, slow_summary
@@ -323,6 +323,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                                     r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u)), bmap))
         model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model),
                                 frozenset(i for i, *_ in got.get("serial", ())))
+        model = rescored(model, measured, r_max, model.serial)
         summary["shared"] = got
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
