@@ -51,13 +51,18 @@ per zmm load, and beside one 0.60 per ymm load, 0.46 per xmm load), its divider 
 width). A scheme holds ``hold`` cycles always, ``beside`` cycles (instead) while any scheme of
 ``context`` is in the experiment; the resource adds the constraint tp⁻¹ ≥ Σ n_i·hold_i
 (:mod:`pmsolve.infer.explain.shared` finds such resources). A *serial* scheme is microcode that
-nothing overlaps (Ice Lake-SP's ``btc m64, r64``: 5 cycles alone, 7.3 beside ten ``mov r64,
-imm32`` that take 2.5): an experiment with serial schemes takes their times alone (``alone``,
-else ``cost``) plus the rest's tp⁻¹.
+holds the front end (Ice Lake-SP's ``btc m64, r64``: 5 cycles alone, 6.0 beside one more
+instruction, 7.1 beside ten ``mov r64, imm32`` that take 2.5 alone, 13.0 beside forty, 6.0 beside
+``vdivps ymm`` that takes 5): while its microcode is delivered (its time alone, ``alone``, else
+``cost``) nothing else enters the machine, and the rest's front-end slots are delivered between
+its copies in whole cycles; the back end runs on. So an experiment with k serial copies takes at
+least Σ n_i·T_i + k·⌈slots(rest) / (k·R_max)⌉, and at least what the rest of the model says
+(without a front-end limit: the serial times plus the rest's tp⁻¹).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -178,11 +183,11 @@ class Limit:
     cost_of: str | None = None
     alone: bool = False                    # the experiment is ``cost_of`` by itself: its time alone
     shared: str | None = None              # the name of a :class:`Shared` resource
-    serial: bool = False                   # ``cost_of`` serialises: its time alone plus the rest's
+    serial: bool = False                   # ``cost_of`` holds the front end: its time alone, the rest between
 
     def describe(self) -> str:
         if self.serial:
-            return f"{self.cost_of} serialises (its time alone, then the rest)"
+            return f"{self.cost_of} holds the front end (its time alone, the rest delivered between copies)"
         if self.frontend_bound:
             return "front end (R_max)"
         if self.shared is not None:
@@ -388,14 +393,18 @@ class ModelledMapping:
         return m.alone if m.alone is not None else m.cost
 
     def _serialised(self, e: Experiment, r_max: RMax) -> Limit | None:
-        """Serial schemes' times alone plus the rest's tp⁻¹ (module docstring), when ``e`` has one."""
+        """The front end held by ``e``'s serial schemes (module docstring), when it has one."""
         mine = [i for i in e if i in self.serial]
         if not mine or (len(e.counts) == 1 and self._alone(e) is not None):
             return None
         rest = {i: n for i, n in e.items() if i not in self.serial}
         t = sum((e[i] * self._serial_time(i, self.schemes) for i in mine), Fraction(0))
-        return Limit(t + (self.bottleneck(Experiment(rest), r_max).inverse_throughput if rest else 0),
-                     cost_of=mine[0], serial=True)
+        if rest and r_max is None:
+            t += self.bottleneck(Experiment(rest), r_max).inverse_throughput
+        elif rest:
+            k = sum(e[i] for i in mine)
+            t += k * math.ceil(Fraction(self.slots_of(Experiment(rest))) / (k * check_r_max(r_max)))
+        return Limit(t, cost_of=mine[0], serial=True)
 
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
         """Exact tp⁻¹ (see the module docstring)."""
@@ -407,8 +416,6 @@ class ModelledMapping:
         r = check_r_max(r_max)
         if (alone := self._alone(e)) is not None:
             return alone
-        if (serial := self._serialised(e, r_max)) is not None:
-            return serial
         best = Limit(Fraction(0))
         part = self._port_part(e)
         if part is not None:
@@ -422,6 +429,8 @@ class ModelledMapping:
                 best = Limit(t, shared=res.name)
         if r is not None and (front := Fraction(self.slots_of(e)) / r) > best.inverse_throughput:
             best = Limit(front, frontend_bound=True)
+        if (serial := self._serialised(e, r_max)) is not None and serial.inverse_throughput >= best.inverse_throughput:
+            best = serial
         return best
 
     def is_port_mapping_of(self, e: Experiment) -> bool:
@@ -453,7 +462,7 @@ class ModelledMapping:
             if (alone := self._alone(e)) is not None:
                 out[j] = float(alone.inverse_throughput)
             elif (serial := self._serialised(e, r_max)) is not None:
-                out[j] = float(serial.inverse_throughput)
+                out[j] = max(out[j], float(serial.inverse_throughput))
         return out
 
     def to_json(self) -> dict[str, Any]:

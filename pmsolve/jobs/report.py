@@ -193,7 +193,8 @@ def _shared(shared: dict[str, Any] | None) -> list[str]:
         out.append(f"<tr><td>{_e(r['name'])}{_e(ctx)}</td><td>{_e(hold)}</td><td>{_e(beside)}</td></tr>")
     out.append("</table>")
     if serial:
-        out.append("<p>Serialising (microcode nothing overlaps: a mix takes their time alone plus the rest's): "
+        out.append("<p>Serialising (microcode that holds the front end: a mix takes their time alone plus the rest's "
+                   "front-end cycles between them, or more if the rest needs it): "
                    + ", ".join(f"<code>{_e(i)}</code> (<code>{_e(_exp(e))}</code> = {_num(t)})" for i, e, t in serial)
                    + "</p>")
     return out

@@ -15,9 +15,6 @@
 9. without a counter, misfits with a measured experiment that contradicts every port mapping
    get that certificate (:mod:`~pmsolve.infer.explain.certify`; measured, not a checkpointed stage:
    its few measurements are cached like all others);
-9a. ``hogs``       — without a counter: schemes mapped with µops on every port, measured beside the
-                     slowest scheme; one that takes the sum there (microcode nothing overlaps)
-                     becomes a misfit (:mod:`~pmsolve.infer.explain.hogs`);
 9b. ``mode schemes`` — with a mode: each affected scheme on a set with the mode's port, beside the
                      trigger on its own: where its µops run in the mode (``Mode.also``);
 9c. ``shared``     — without a counter: slow schemes that add up where their own costs would take
@@ -43,7 +40,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import hogs, modes, shared, slots, stages
+from pmsolve.infer.explain import modes, shared, slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -292,15 +289,6 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
     mapping = _final_mapping(bmap, explanations, [p for u in units for p in ports_of(u)])
-    if not counter and mapping is not None:
-        got = stage(f"hogs ({o.characterisation_key()})",
-                    lambda: _hogs(orc, mapping, explanations, {i: (single.get(i) or {}).get("tp") for i in explanations},
-                                  o, say, frozenset(p for u in units for p in ports_of(u))))
-        if got:
-            explanations.update({i: Explanation.from_json(x) for i, x in got.items()})
-            say(f"  {len(got)} scheme(s) mapped on every port take the sum beside a slow one: misfits "
-                f"({', '.join(sorted(got)[:4])})")
-            mapping = _final_mapping(bmap, explanations, [p for u in units for p in ports_of(u)])
     ambiguous = sorted(i for i, x in explanations.items() if x.misfit is None and x.alternatives)
     if ambiguous:
         warnings.append(f"{len(ambiguous)} mapped scheme(s) have other placements of their µops that fit every "
@@ -390,17 +378,6 @@ def _units(oracle: Any, explanations: dict[str, Explanation], bmap: PortMapping,
         say(f"  no units: their experiments could not be measured ({str(err)[:160]})")
         return {"units": [], "schemes": {}}
     return {"units": units, "schemes": {i: x.to_json() for i, x in placed.items()}}
-
-
-def _hogs(oracle: Any, mapping: PortMapping, explanations: dict[str, Explanation], alone: dict[str, Any],
-          o: ExplainOptions, say: Callable[[str], None], units: frozenset[str]) -> dict[str, Any]:
-    """The hogs stage (:mod:`~pmsolve.infer.explain.hogs`) as a checkpointable value: the schemes
-    it turns into misfits; none when its experiments cannot be measured."""
-    try:
-        return {i: x.to_json() for i, x in hogs.probe(oracle.measure, mapping, explanations, alone, o, units).items()}
-    except MeasurementError as err:
-        say(f"  no hogs probed: their experiments could not be measured ({str(err)[:160]})")
-        return {}
 
 
 def _shared(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: float, o: ExplainOptions,

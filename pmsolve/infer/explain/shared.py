@@ -38,7 +38,9 @@ measured beside ``c`` front-end cycles of the slots stage's filler (blocking ins
 ports leave the most room, ``c`` about half its time); one that takes nearer the sum there than
 the longer, which the model says, *serialises* and is kept out (its own cost, as before):
 ``btc m64`` 7.28, ``bt m64`` 7.15 beside ten ``mov r64, imm32`` (sum 7.5, longer 5.0), where
-``vdivpd zmm`` takes 16.0 beside thirty (sum 23.5).
+``vdivpd zmm`` takes 16.0 beside thirty (sum 23.5). The model has a serialising scheme hold the
+front end (:class:`~pmsolve.modelled.ModelledMapping`): beside a divider ``btc m64`` takes the
+divider's time (6.0 with ``vdivps ymm``), not the sum.
 
 At most :data:`ROUNDS` resources, each round measures every pending slow scheme once.
 """
