@@ -93,6 +93,31 @@ def test_bottleneck_evaluate_many_and_json_agree_on_shared_resources(holds, coun
         assert model.bottleneck(e).describe() == "shared resource s"
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=3, max_size=3), st.integers(1, 3),
+       st.lists(st.tuples(st.sampled_from("pqrm"), st.integers(1, 6)), min_size=1, max_size=4),
+       st.sampled_from([None, 2, 4]))
+def test_microcode_holds_the_front_end_by_every_route(holds, time, counts, r_max):
+    """A serial scheme ``m`` (``time`` cycles alone) beside the rest: the exact route, the
+    vectorised one and the file form agree, on the longer of the rest of the model and m's copies'
+    time plus the rest's slots between them in whole cycles (without R_max: m's time, then the rest)."""
+    base = _model(holds)
+    models = {**base.schemes, "m": SchemeModel("cost", cost=F(time), alone=F(time))}
+    model = ModelledMapping(base.mapping, models, shared=base.shared, serial=frozenset({"m"}))
+    plain = ModelledMapping(base.mapping, models, shared=base.shared)
+    e = Experiment(dict(counts))
+    exact = model.inverse_throughput(e, r_max)
+    if "m" in e and len(e.counts) > 1:
+        rest = Experiment({i: n for i, n in e.items() if i != "m"})
+        k = e["m"]
+        held = k * time + (plain.inverse_throughput(rest, r_max) if r_max is None else k * math.ceil(F(rest.size, k * r_max)))
+        assert exact == max(held, plain.inverse_throughput(e, r_max))
+    else:
+        assert exact == plain.inverse_throughput(e, r_max)
+    assert float(exact) == pytest.approx(model.evaluate_many([e], r_max)[0])
+    assert ModelledMapping.from_json(json.loads(json.dumps(model.to_json()))).inverse_throughput(e, r_max) == exact
+
+
 @pytest.mark.parametrize("bad", [[{"name": "s", "hold": {"nope": 1}}], [{"name": "s", "hold": {"p": "x"}}],
                                  [{"hold": {}}], {"name": "s"}, [{"name": "s", "hold": {"p": -1}}]])
 def test_malformed_shared_resources_are_format_errors(bad):
