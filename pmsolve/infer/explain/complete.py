@@ -66,11 +66,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
     for i, x in explanations.items():
         if i in mapped:
             models[i] = SchemeModel("unit" if x.source == "unit" else "mapped", x.confidence)
-    with_i: dict[str, list[tuple[Experiment, float]]] = {}
-    for e, t in measured.items():
-        if t == t and t > 0:
-            for i in e:
-                with_i.setdefault(i, []).append((e, t))
+    with_i = _by_scheme(measured)
     for i, x in sorted(explanations.items()):
         if i in mapped:
             continue
@@ -83,9 +79,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
-        exps = [(e, v) for e, v in with_i.get(i, []) if all(n == i or n in mapped for n in e)]
-        if not any(e == Experiment({i: 1}) for e, _ in exps):
-            exps.append((Experiment({i: 1}), t))
+        exps = _judged_on(i, t, with_i, mapped)
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
         unit = x.misfit.unit if x.misfit is not None else ()
         if unit and set(unit) <= ports and (k := unit_uops(cost, len(unit))) > 0:
@@ -93,8 +87,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         scored = []
         for kind, us in cands:
             trial = with_models(mapping, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)}, mode)
-            pred = trial.evaluate_many([e for e, _ in exps], r_max)
-            err = np.abs(pred - np.array([v for _, v in exps])) / np.array([v for _, v in exps])
+            err = _errors(trial, exps, r_max)
             scored.append((int(np.sum(err <= WITHIN)), -float(np.mean(err)), kind, us))
         hits, neg_err, kind, us = max(scored, key=lambda s: (s[0], s[1], s[2] == "ports + cost"))
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
@@ -102,19 +95,44 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
     return with_models(mapping, models, mode), none
 
 
+def _by_scheme(measured: Mapping[Experiment, float]) -> dict[str, list[tuple[Experiment, float]]]:
+    """The measured experiments (that ran) with each scheme."""
+    with_i: dict[str, list[tuple[Experiment, float]]] = {}
+    for e, t in measured.items():
+        if t == t and t > 0:
+            for i in e:
+                with_i.setdefault(i, []).append((e, t))
+    return with_i
+
+
+def _judged_on(i: str, alone: float, with_i: Mapping[str, list[tuple[Experiment, float]]],
+               mapped: set[str]) -> list[tuple[Experiment, float]]:
+    """What a model of ``i`` is judged on: its experiments with mapped schemes only, and its
+    singleton (``alone``) when that was not among them."""
+    exps = [(e, v) for e, v in with_i.get(i, []) if all(n == i or n in mapped for n in e)]
+    if not any(e == Experiment({i: 1}) for e, _ in exps):
+        exps.append((Experiment({i: 1}), alone))
+    return exps
+
+
+def _errors(model: ModelledMapping, exps: list[tuple[Experiment, float]], r_max: float | None) -> np.ndarray:
+    """The model's relative error on each measured experiment."""
+    measured = np.array([v for _, v in exps])
+    return np.abs(model.evaluate_many([e for e, _ in exps], r_max) - measured) / measured
+
+
 def rescored(model: ModelledMapping, measured: Mapping[Experiment, float], r_max: float | None,
              names: frozenset[str]) -> ModelledMapping:
-    """``model`` with the confidence and evidence of ``names`` scored again on the same kind of
-    experiments, by the whole model: a serialising scheme was scored as a cost of its own, which
-    takes the longer where it takes the sum (Ice Lake-SP's ``btc m64, r64``)."""
+    """``model`` with the confidence and evidence of ``names`` scored again on the experiments
+    :func:`complete` judged them on, by the whole model: a serialising scheme was scored as a
+    cost of its own, which takes the longer where it holds the front end (Ice Lake-SP's
+    ``btc m64, r64``)."""
     mapped = set(model.mapping.uops) if model.mapping is not None else set()
+    with_i = _by_scheme(measured)
     models = dict(model.schemes)
     for i in sorted(names & set(models)):
-        exps = [(e, t) for e, t in measured.items() if i in e and t == t and t > 0 and all(n == i or n in mapped for n in e)]
-        if not exps:
-            continue
-        pred = model.evaluate_many([e for e, _ in exps], r_max)
-        hits = int(np.sum(np.abs(pred - np.array([t for _, t in exps])) / np.array([t for _, t in exps]) <= WITHIN))
+        exps = _judged_on(i, float(models[i].alone or models[i].cost), with_i, mapped)
+        hits = int(np.sum(_errors(model, exps, r_max) <= WITHIN))
         models[i] = replace(models[i], confidence=hits / len(exps), evidence=(hits, len(exps)))
     return ModelledMapping(model.mapping, models, model.mode, model.shared, model.serial)
 
