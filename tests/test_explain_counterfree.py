@@ -1013,7 +1013,8 @@ def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
     """Zen 4's read-modify-write forms: 1 cycle alone where the ports allow 0.5, two copies 2,
     but beside one store 2 cycles, where a unit of their own gives 1. Only the mixes with
     blocking instructions show it: ``rmw`` stays a misfit with such a mix as its experiment,
-    and ``rmx``, which shares its unit (their pair takes 2) but not its wait, keeps the unit."""
+    and ``rmx``, which shares its unit (their pair takes 2) but not its wait, keeps the unit.
+    The misfit still names the unit: their pair showed it, and a prediction adds them up on it."""
     from pmsolve.infer.explain.units import place
 
     s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
@@ -1026,6 +1027,7 @@ def test_a_unit_must_hold_in_mixes_with_blocking_instructions():
                        ExplainOptions(r_max=6).resolved(False), lambda m: None)
     assert units == [{"port": "U1", "ports": ["U1"], "first": "rmw", "members": ["rmx"]}]
     assert out["rmw"].misfit is not None and out["rmx"].uops == ((("6", "7"), 1), (("U1",), 1))
+    assert out["rmw"].misfit.unit == ("U1",)
     assert any("st" in set(e) and len(e.counts) == 4 for e, _ in out["rmw"].misfit.experiments)
 
 
