@@ -15,11 +15,14 @@ Found by measurement, like units:
 
 1. *slow* schemes: those modelled with a cost that outlasts their µops on ports, or on a unit;
    slowest first, each round takes the first pending one and measures every other beside it
-   (``{first: 1, x: 1}``); a pair that takes the sum of their times alone or more shares the first's
-   resource where the sum is longer than the two apart (the longer time alone, or their ports),
-   and x holds the pair's time minus the first's alone. A member whose hold beside the first is
-   its time alone is *full*; one that holds more there (``vdivps xmm``: 5 beside
+   (``{first: 1, x: 1}``); a pair nearer the sum of their times alone than the two apart (the
+   longer time alone, or their ports) shares the first's resource where the sum is longer, and
+   x holds the pair's time minus the first's alone. A member whose hold beside the first is
+   its time alone is *full*; one that holds more or less there (``vdivps xmm``: 5 beside
    ``vdivpd zmm``, 3 alone) holds that ``beside`` a full member, its time alone otherwise.
+   Until 2026-11-28 a pair had to take the sum: Ice Lake-SP's zmm loads read 1.78 in pairs but
+   now and then 1.64, once was enough to keep ``vmovaps zmm, m512`` off the load path, and its
+   mixes with the other zmm loads came out the longer of the two where the machine takes the sum.
 2. *context members*: the schemes that are not slow but have a µop on a port set every full
    member uses (the loads beside the zmm loads' load ports), two copies beside the first; one
    slower than the model holds half the difference beside a full member (nothing otherwise).
@@ -29,7 +32,8 @@ Found by measurement, like units:
    costs its hold there too (Ice Lake-SP's ymm loads: 0.604·k beside ``vpaddd zmm``), every
    trigger of the mode is context.
 4. every member is checked on an experiment not used to place it, beside two copies of the
-   first (``{first: 2, x: 1}``); one that misses it is left out. A resource needs two members.
+   first (``{first: 2, x: 1}``), right after its round (context members after step 3); one that
+   misses it leaves the resource and may join a later one. A resource needs two members.
 
 Microcoded schemes are no such resource: Ice Lake-SP's ``btc m64, r64`` (5 cycles) takes the
 sum with almost anything beside it (``{btc m64, clc}`` 6.0, with two loads 6.0, two btc and one
@@ -108,18 +112,23 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         first, rest = pending[0], pending[1:]
         say(f"  {len(rest)} slow scheme(s) beside {first}")
         res = _round(measure, model, alone, r_max, o, first, rest, units)
-        pending = [i for i in rest if i not in res["hold"] and i not in res["beside"]]
+        res["name"] = f"S{len(resources) + 1}"
+        # checked at once: a member its check refutes is pending again, for a later resource
+        left_out += _checked(measure, model, alone, r_max, o, res, sorted(set(res["hold"]) - {first}))
+        pending = [i for i in rest if i not in members(res)]
         if len(members(res)) > 1:
             resources.append(res)
             claimed |= members(res)
-    for k, res in enumerate(resources):
-        res["name"] = f"S{k + 1}"
+    for res in resources:
         say(f"  {res['name']} ({res['first']}, {len(members(res))} schemes): what other schemes hold beside it")
         _context(measure, model, alone, r_max, o, res, claimed)
         claimed |= set(res["beside"])
         _mode_context(measure, model, r_max, o, res, trigger)
-        left_out += _checked(measure, model, alone, r_max, o, res)
+        left_out += _checked(measure, model, alone, r_max, o, res, sorted(set(res["beside"]) - set(res["hold"])))
     resources = [r for r in resources if len(members(r)) > 1]
+    for k, r in enumerate(resources):
+        r["name"] = f"S{k + 1}"
+    left_out = [x for x in left_out if not any(x[0] in members(r) for r in resources)]
     for r in resources:
         say(f"  shared resource {r['name']}: {r['first']} and {len(members(r)) - 1} other(s) "
             f"({len(r['beside'])} holding more or only beside a full member"
@@ -173,12 +182,13 @@ def _round(measure: Callable[[list[Experiment]], list[float]], model: ModelledMa
     for e, t, _ in _pairs(measure, model, r_max, [Experiment({first: 1, x: 1}) for x in rest]):
         x = next(i for i in e if i != first)
         a = float(alone[x])
-        if t != t or off(e, t, t0 + a, o) and t < t0 + a or not off(e, t0 + a, max(t0, a, _ports_time(model, e, units)), o):
-            continue    # faster than the sum, or the sum is no longer than the two apart: not shown one resource
+        apart = max(t0, a, _ports_time(model, e, units))
+        if t != t or not off(e, t0 + a, apart, o) or t - apart <= (t0 + a - apart) / 2:
+            continue    # nearer the two apart than the sum, or the sum is no longer: not shown one resource
         witnesses.append([dict(e.items()), t])
         hold[x] = _hold(model, x, a)
         if off(e, t, t0 + a, o):
-            beside[x] = t - t0              # holds more beside a full member
+            beside[x] = t - t0              # holds more, or less, beside a full member
     return {"first": first, "hold": hold, "beside": beside, "mode_context": False, "witnesses": witnesses}
 
 
@@ -235,15 +245,15 @@ def resource(res: Mapping[str, Any], model: ModelledMapping) -> Shared:
 
 
 def _checked(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
-             r_max: float | None, o: ExplainOptions, res: dict[str, Any]) -> list[list[str]]:
-    """Step 4: ``{first: 2, x: 1}`` for every member; those that miss leave the resource, but a
+             r_max: float | None, o: ExplainOptions, res: dict[str, Any], todo: list[str]) -> list[list[str]]:
+    """Step 4: ``{first: 2, x: 1}`` for the members ``todo`` (the pair's members right after their
+    round, the context members after step 3); those that miss leave the resource, but a
     slow member that its pair made narrow and whose check fits it full (one pair sample too slow:
     Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` 1.915 beside the first, 2.665 in the check where
     full gives 2.667) stays, full. With the resource, a two-scheme experiment takes the longer of
     the model's prediction and the resource's time."""
     first = res["first"]
     path = resource(res, model)
-    todo = sorted(members(res) - {first})
     out = []
     for x, (e, t, m) in zip(todo, _pairs(measure, model, r_max, [Experiment({first: 2, x: 1}) for x in todo])):
         want = max(m, float(path.time(e)))
