@@ -201,29 +201,23 @@ def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
         ModelledMapping.from_json({**serial.to_json(), "serial": ["a0"]})      # mapped: no time of its own
 
 
-def test_a_full_member_that_one_slow_pair_made_narrow_stays_full_by_its_check():
-    """Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` read 1.915 beside the load path's first (sum
-    1.778) and 2.665 beside two copies (full: 2.667): the check fits it full, so it stays."""
-    from pmsolve.infer.explain.options import ExplainOptions as O
-    from pmsolve.infer.explain.shared import find
-
-    oracle = _OneGlitch({"dw": 1, "dw2": 1}, 11.5, r_max=5)      # the divider takes 10
-    slow = {"dw": F(6), "dw2": F(4), "dn": F(3)}
-    model = ModelledMapping(None, {i: SchemeModel("cost", cost=t, alone=t) for i, t in slow.items()})
-    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
-    found = find(oracle.measure, model, alone, 5, O().resolved(False))
-    div, = found["resources"]
-    assert div["hold"] == {"dw": 6, "dw2": 4, "dn": 3} and set(div["beside"]) == {"dn"}, div
-    assert found["left_out"] == []
-
-
 def _found(oracle, slow):
+    """The shared stage on schemes modelled by a cost of their own (``slow``), measured by ``oracle``."""
     from pmsolve.infer.explain.options import ExplainOptions as O
     from pmsolve.infer.explain.shared import find
 
     model = ModelledMapping(None, {i: SchemeModel("cost", cost=t, alone=t) for i, t in slow.items()})
     alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
     return find(oracle.measure, model, alone, 5, O().resolved(False))
+
+
+def test_a_full_member_that_one_slow_pair_made_narrow_stays_full_by_its_check():
+    """Ice Lake-SP's ``vfmadd231ps zmm, m32bcst`` read 1.915 beside the load path's first (sum
+    1.778) and 2.665 beside two copies (full: 2.667): the check fits it full, so it stays."""
+    found = _found(_OneGlitch({"dw": 1, "dw2": 1}, 11.5, r_max=5), {"dw": F(6), "dw2": F(4), "dn": F(3)})  # the divider takes 10
+    div, = found["resources"]
+    assert div["hold"] == {"dw": 6, "dw2": 4, "dn": 3} and set(div["beside"]) == {"dn"}, div
+    assert found["left_out"] == []
 
 
 def test_a_pair_nearer_the_sum_than_apart_shows_the_resource():

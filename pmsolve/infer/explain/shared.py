@@ -117,11 +117,12 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         res = _round(measure, model, alone, r_max, o, first, rest, units)
         res["name"] = f"S{len(resources) + 1}"
         # checked at once: a member its check refutes is pending again, for a later resource
-        left_out += _checked(measure, model, alone, r_max, o, res, sorted(set(res["hold"]) - {first}))
+        refuted = _checked(measure, model, alone, r_max, o, res, sorted(set(res["hold"]) - {first}))
         pending = [i for i in rest if i not in members(res)]
-        if len(members(res)) > 1:
+        if len(members(res)) > 1:       # a round that forms none leaves its name to the next
             resources.append(res)
             claimed |= members(res)
+            left_out += refuted
     for res in resources:
         say(f"  {res['name']} ({res['first']}, {len(members(res))} schemes): what other schemes hold beside it")
         _context(measure, model, alone, r_max, o, res, claimed)
@@ -129,8 +130,6 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
         _mode_context(measure, model, r_max, o, res, trigger)
         left_out += _checked(measure, model, alone, r_max, o, res, sorted(set(res["beside"]) - set(res["hold"])))
     resources = [r for r in resources if len(members(r)) > 1]
-    for k, r in enumerate(resources):
-        r["name"] = f"S{k + 1}"
     left_out = [x for x in left_out if not any(x[0] in members(r) for r in resources)]
     for r in resources:
         say(f"  shared resource {r['name']}: {r['first']} and {len(members(r)) - 1} other(s) "
@@ -271,7 +270,7 @@ def _checked(measure: Callable[[list[Experiment]], list[float]], model: Modelled
     first = res["first"]
     path = resource(res, model)
     out = []
-    placed = [Experiment(w) for w, _ in res["witnesses"]]
+    placed = {Experiment(w) for w, _ in res["witnesses"]}
     checks = [Experiment({first: 1, x: 1}) if Experiment({first: 2, x: 1}) in placed   # not the one that placed it
               else Experiment({first: 2, x: 1}) for x in todo]
     for x, (e, t, m) in zip(todo, _pairs(measure, model, r_max, checks)):
