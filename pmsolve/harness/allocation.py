@@ -31,7 +31,7 @@ Memory that is written (write-only and read-written operands) is laid out the wa
 writes it: **packed, in program order**. Each written operand takes the next slot of its own
 width (at least 8 bytes, aligned to it) in the upper half of the page, so consecutive stores go to
 neighbouring addresses, as spills, locals and structure fields do; the layout of one copy of the
-experiment repeats, copy after copy, until the region is full, and then starts over (so a slot
+experiment repeats, copy after copy, over 512 bytes, and then starts over (so a slot
 always belongs to the same operand of the same instance in the copy, and a read-written slot is
 met again only copies later: the chain through it stays short of the throughput). Why it
 matters: a Zen 3 retires two stores in a cycle only when they go to the same 32-byte block, one
@@ -73,6 +73,8 @@ OPERAND_MEMORY = 4096                                       # bytes at r14 that 
 MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 31   # read slots [r14 + 32 + 64 i], lower half
 WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + 64 i] when a block accesses 512 bits
 WRITTEN_MEMORY = (2048, OPERAND_MEMORY)                    # written operands, packed (upper half)
+WRITTEN_SPAN = 512                                          # copies repeat over this many bytes (docs/memory-layout.md)
+WRITTEN_MIN_COPIES = 4                                      # but a large copy still repeats this often, where it fits
 
 
 def immediate(width: int) -> int:
@@ -264,7 +266,9 @@ def _period(schemes: Sequence[Scheme]) -> int:
 
 def written_addresses(schemes: Sequence[Scheme]) -> list[str]:
     """The addresses of the written memory operands of ``schemes``, in program order: packed slots
-    of one copy (each aligned to its width), the copy's layout repeated until the region is full."""
+    of one copy (each aligned to its width), the copy's layout repeated over ``WRITTEN_SPAN`` bytes,
+    so a read-written slot is met again a few dozen stores later (a large copy still repeats
+    ``WRITTEN_MIN_COPIES`` times where the region holds them: the chain through a slot stays short)."""
     period = _period(schemes)
     widths = [_written_width(o) for s in schemes[:period] for o in s.operands
               if o.kind == "mem" and o.write and not o.fixed]
@@ -281,7 +285,7 @@ def written_addresses(schemes: Sequence[Scheme]) -> list[str]:
     if footprint > end - start:
         raise ValidationError(f"operand allocation: one copy writes {footprint} bytes of memory, more than the "
                               f"{end - start} bytes the frame has for written operands")
-    copies = (end - start) // footprint
+    copies = max(WRITTEN_SPAN // footprint, min(WRITTEN_MIN_COPIES, (end - start) // footprint))
     return [f"{start + (c % copies) * footprint + off}(%{MEM_BASE})"
             for c in range(len(schemes) // period) for off in offsets]
 
