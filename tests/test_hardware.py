@@ -23,8 +23,9 @@ import pytest
 from pmsolve.errors import MeasurementError, ValidationError
 from pmsolve.harness.assemble import assemble
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, FLOOR_MARGIN, REFERENCES, STALE_AFTER, HardwareOracle,
-                                      HarnessSettings, available, densest, floored, lower_baseline, published_speeds,
-                                      relative_spread, settled_baseline)
+                                      HardwareMeasurement, HarnessSettings, _faster, available, densest, floored,
+                                      lower_baseline, published_speeds, relative_spread, settled_baseline,
+                                      steadiest_fastest)
 from pmsolve.harness.references import MachineState, machine_state, pinned, reference_bursts, steadiness
 from pmsolve.harness.cpu import host_cpu, reference_singles
 from pmsolve.harness.peak import detect_peak_ipc
@@ -226,6 +227,25 @@ def slowed(samples: list[float], tolerance: float) -> bool:
     mid = statistics.median(samples)
     slow = sum(x > (1 + tolerance / 4) * mid for x in samples)
     return slow > 0 and slow >= 2 * sum(x < (1 - tolerance / 4) * mid for x in samples)
+
+
+def test_a_variant_that_switches_speeds_is_not_reported_over_a_steady_one():
+    """Without hardware: run z2's store (Zen 4, 2026-11-29) read ``add [m64], r64`` at 0.445 from
+    a u40 variant whose rounds switched between 0.444, 0.500 and 0.61, while u80 and u200 held
+    0.4996; published 0.53-0.56, probe 0.500. The steady variants are reported; with none
+    steady, the fastest median as before; a steady overhead-bound variant still loses to a
+    faster steady one."""
+    z2 = {"u40": [0.4445, 0.6105, 0.5001, 0.4454, 0.4453], "u80": [0.4996, 0.4996, 0.4996, 0.4992, 0.4995],
+          "u200": [0.4997, 0.4996, 0.4998, 0.4996, 0.4995]}
+    assert steadiest_fastest(z2, 0.02) == "u80"
+    assert steadiest_fastest({"u40": z2["u40"], "u80": [0.5, 0.6, 0.45, 0.5, 0.7]}, 0.02) == "u40"
+    assert steadiest_fastest({"u40": [0.52] * 5, "u80": [0.51] * 5, "u200": z2["u40"]}, 0.02) == "u80"
+    e = Experiment({"add_m64_r64": 1})
+    fast_noisy = HardwareMeasurement(e, 0.445, noisy=True)
+    clean = HardwareMeasurement(e, 0.500)
+    assert _faster(fast_noisy, clean, 2).cycles == 0.500 and _faster(clean, fast_noisy, 2).cycles == 0.500
+    assert _faster(HardwareMeasurement(e, 0.52, noisy=True), fast_noisy, 3).cycles == 0.445
+    assert _faster(HardwareMeasurement(e, None, error="x"), clean, 3).cycles == 0.500
 
 
 def test_only_slow_samples_are_left_out_of_the_steadiness_of_a_kernel():

@@ -4,7 +4,7 @@ Per experiment: unroll to about 40/80/200 instructions (:mod:`pmsolve.harness.al
 allocate operands (Alg. 3.1), assemble a whole batch in the measurement frame with one GNU
 ``as`` call (:mod:`pmsolve.harness.assemble`), and measure in an isolated worker process
 (:mod:`pmsolve.harness.worker_client`): rounds of ``T(2n) - T(n)`` samples with interleaved clock
-calibration, the median per variant, the fastest variant per experiment. Reference kernels
+calibration, the median per variant, the fastest steady variant per experiment. Reference kernels
 (integer ALU, load, store, FP) are sampled between rounds, and a round counts only when they ran
 at their undisturbed speed before and after it (the worker waits for such a moment, up to
 ``gate_seconds``); when they deviate from their baseline all the same, or the spread is above
@@ -100,8 +100,9 @@ class HarnessSettings:
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 4             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128;
     #                                    4: zmm16-31 loaded in full only for bodies naming a zmm register
-    timing_version: int = 3            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
+    timing_version: int = 4            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
+    #                                    4: the fastest steady variant, a clean attempt over a noisy one
     allocation_version: int = 7        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
@@ -119,7 +120,7 @@ class HarnessSettings:
 
 @dataclass
 class HardwareMeasurement:
-    """One experiment's measurement: cycles per experiment copy (the fastest variant's median)."""
+    """One experiment's measurement: cycles per experiment copy (the fastest steady variant's median)."""
 
     experiment: Experiment
     cycles: float | None
@@ -401,10 +402,9 @@ class HardwareOracle:
                     return best or HardwareMeasurement(e, None, error=str(exc), attempts=attempt)
                 time.sleep(0.002 * 2 ** attempt)
                 continue
-            medians = {n: statistics.median(v) for n, v in reply["samples"].items()}
-            chosen = min(medians, key=medians.get)
+            chosen = steadiest_fastest(reply["samples"], tol)
             vals = reply["samples"][chosen]
-            med = medians[chosen]
+            med = statistics.median(vals)
             spread = relative_spread(vals)
             lower_baseline(base, reply["reference"], tol)
             # a reference counts as disturbed when it is off both before and after (a single
@@ -496,10 +496,25 @@ class AsmBody:
         return "; ".join(self.lines)
 
 
+def steadiest_fastest(samples: dict[str, list[float]], tol: float) -> str:
+    """The unroll variant to report: the fastest median among the variants whose rounds agree
+    (spread within ``tol``), else the fastest median. More copies only amortise the loop, so the
+    fastest is the least overhead; but some kernels switch between speeds from round to round
+    (the Zen 4's read-modify-writes: 0.444, 0.500 and 0.556 cycles), and the fastest median of a
+    switching variant reported a speed that no steady variant, probe or table shows."""
+    medians = {n: statistics.median(v) for n, v in samples.items()}
+    steady = [n for n, v in samples.items() if relative_spread(v) <= tol]
+    return min(steady or medians, key=medians.get)
+
+
 def _faster(a: HardwareMeasurement, b: HardwareMeasurement, attempts: int) -> HardwareMeasurement:
-    """Of two attempts at one experiment keep the faster (outside noise only slows kernels
-    down); it keeps its own noise flag and carries the total number of attempts."""
-    keep = a if (a.cycles or float("inf")) <= (b.cycles or float("inf")) else b
+    """Of two attempts at one experiment keep the clean one, or of two alike the faster (outside
+    noise slows kernels down; a fast glitch or a switching kernel is noisy, so the clean attempt
+    wins over it); it keeps its own noise flag and carries the total number of attempts."""
+    if a.noisy != b.noisy and a.ok and b.ok:
+        keep = b if a.noisy else a
+    else:
+        keep = a if (a.cycles or float("inf")) <= (b.cycles or float("inf")) else b
     keep.attempts = attempts
     return keep
 
