@@ -103,11 +103,12 @@ class HarnessSettings:
     timing_version: int = 4            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
     #                                    4: the fastest steady variant, a clean attempt over a noisy one
-    allocation_version: int = 7        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
+    allocation_version: int = 8        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
     #                                    6: 32-bit immediates 298 (allocation.immediate)
     #                                    7: written copies repeat over 512 bytes, not 2 KiB (WRITTEN_SPAN)
+    #                                    8: compress/expand register destinations read-written
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
     gate_floor: bool = True            # no baseline far slower than this CPU's published speeds (see floored)
