@@ -159,17 +159,17 @@ MERGING_DESTINATION = ("vpcompressb", "vpcompressw", "vpcompressd", "vpcompressq
                        "vpexpandb", "vpexpandw", "vpexpandd", "vpexpandq", "vexpandps", "vexpandpd")
 
 
-def reads(o: Operand, s: Scheme | None = None) -> bool:
+def reads(o: Operand, s: Scheme) -> bool:
     """Does the operand read its location? Also when it only writes 8 or 16 bits of a
     general-purpose register: x86 keeps the upper bits, so the write merges with (depends on)
     the old value. Written as write-only, every ``sete r8`` of a block would land in the one
     O_W register and form a chain of merges (1 cycle each on Zen 4, where 2 fit in a cycle).
     Likewise the register destination of compress/expand (``MERGING_DESTINATION``)."""
     return o.read or (o.write and o.kind == "reg" and (
-        (o.cls == "gpr" and o.width in (8, 16)) or (s is not None and s.mnemonic in MERGING_DESTINATION)))
+        (o.cls == "gpr" and o.width in (8, 16)) or s.mnemonic in MERGING_DESTINATION))
 
 
-def _role(o: Operand, s: Scheme | None = None) -> str:
+def _role(o: Operand, s: Scheme) -> str:
     return "RW" if reads(o, s) and o.write else "R" if o.read else "W"
 
 
