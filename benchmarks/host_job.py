@@ -1,6 +1,6 @@
 """Speed of the main job on this machine: measurement throughput and the time per stage.
 
-    python benchmarks/host_job.py [--experiments 120] [--profile smoke|quick|all] [--workdir DIR] [--json]
+    python benchmarks/host_job.py [--experiments 120] [--profile smoke|quick|all] [--workdir DIR] [--no-job] [--json]
 
 1. Measurement throughput, in process: the same random 1-4-instruction experiments of the
    quick profile's schemes measured as one batch (how the job measures: one assembly and one
@@ -11,7 +11,11 @@
    worker waiting for quiet reference kernels and twice without, interleaved; printed are the
    experiments per second of each and how far the two passes of each disagree (median and
    share above 2 %): on a noisy VM the gate costs time and buys repeatable values.
-3. The job (`pmsolve infer --profile …`) with its time and experiments per stage, the
+3. Rounds (``HarnessSettings.separate_rounds``): the same, rounds that open with the closing
+   calibration of the round before (timing version 5) and rounds that each warm the variants
+   and calibrate on their own (version 4); printed as in 2, and how far the two rules' values
+   are apart.
+4. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
 """
@@ -54,26 +58,37 @@ def throughput(n: int, seed: int) -> dict:
     return out
 
 
-def gate(n: int, seed: int) -> dict:
+def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings]) -> dict:
+    """The same experiments measured twice by each route, the routes interleaved: experiments
+    per second of each, how far its two passes disagree, and how far the routes' values are
+    apart (each route's two passes averaged)."""
     names = profiles.choose(load_catalogue(), "quick")
     rng = random.Random(seed)
     exps = list({Experiment([rng.choice(names) for _ in range(rng.randint(1, 4))]): None for _ in range(n)})
-    runs: dict[str, list[list[float]]] = {"gate": [], "no gate": []}
-    seconds = {k: 0.0 for k in runs}
+    runs: dict[str, list[list[float]]] = {r: [] for r in routes}
+    seconds = {r: 0.0 for r in routes}
     for _ in range(2):
-        for route, g in (("gate", HarnessSettings().gate_seconds), ("no gate", 0.0)):
-            with HardwareOracle(names, HarnessSettings(gate_seconds=g), on_error="nan") as oracle:
+        for route, settings in routes.items():
+            with HardwareOracle(names, settings, on_error="nan") as oracle:
                 oracle.measure([Experiment({names[0]: 1})])
                 t = time.perf_counter()
                 runs[route].append(oracle.measure(exps))
                 seconds[route] += time.perf_counter() - t
-    out = {"experiments": len(exps)}
+    out: dict = {"experiments": len(exps)}
     for route, (a, b) in runs.items():
-        d = sorted(abs(x - y) / min(x, y) for x, y in zip(a, b) if x == x and y == y and min(x, y) > 0)
+        d = _apart(a, b)
         out[route] = {"per_second": 2 * len(exps) / seconds[route], "measured_twice": len(d),
                       "median_disagreement": d[len(d) // 2] if d else None,
                       "above_2_percent": sum(x > 0.02 for x in d) / len(d) if d else None}
+    first, second = ([(x + y) / 2 for x, y in zip(*runs[r])] for r in list(routes)[:2])
+    d = _apart(first, second)
+    out["routes_apart"] = {"median": d[len(d) // 2] if d else None,
+                           "above_2_percent": sum(x > 0.02 for x in d) / len(d) if d else None}
     return out
+
+
+def _apart(a: list[float], b: list[float]) -> list[float]:
+    return sorted(abs(x - y) / min(x, y) for x, y in zip(a, b) if x == x and y == y and min(x, y) > 0)
 
 
 def main() -> int:
@@ -82,37 +97,34 @@ def main() -> int:
     ap.add_argument("--profile", default="smoke", choices=sorted(profiles.PROFILES))
     ap.add_argument("--workdir", help="keep the job's store and state here (default: a temporary folder)")
     ap.add_argument("--no-pmevo", action="store_true", help="skip PMEvo's comparison in the job")
+    ap.add_argument("--no-job", action="store_true", help="only the measurement comparisons, not the job")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if available():
         print(f"skipped: {available()}")
         return 0
     tp = throughput(args.experiments, 1)
-    gt = gate(args.experiments // 2, 2)
+    ab = {"gate": interleaved(args.experiments // 2, 2, {"gate": HarnessSettings(),
+                                                          "no gate": HarnessSettings(gate_seconds=0.0)}),
+          "rounds": interleaved(args.experiments // 2, 3, {"carried": HarnessSettings(),
+                                                           "separate": HarnessSettings(separate_rounds=True)})}
+    if args.no_job:
+        print(json.dumps({"throughput": tp, **ab}, indent=1) if args.json else _ab_text(tp, ab))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         config = JobConfig(profile=args.profile, workdir=args.workdir or tmp, compare_pmevo=not args.no_pmevo)
         t = time.perf_counter()
         report = run(config, say=lambda m: print(m, file=sys.stderr, flush=True) if not args.json else None)
         wall = time.perf_counter() - t
     stages = report.result.summary["stats"].get("stages", {}) if report.result is not None else {}
-    doc = {"machine": report.machine, "throughput": tp, "gate": gt, "profile": args.profile, "wall_seconds": round(wall, 1),
+    doc = {"machine": report.machine, "throughput": tp, **ab, "profile": args.profile, "wall_seconds": round(wall, 1),
            "job_seconds": report.seconds, "inference_stages": stages,
            "mapped": len(report.mapping.uops) if report.mapping else 0}
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
     print(f"{report.machine}")
-    print(f"measurement throughput ({tp['experiments']} experiments of 1-4 instructions, in process):")
-    print(f"  one batch          {tp['batch']:7.1f} experiments/s")
-    print(f"  one per call       {tp['one per call']:7.1f} experiments/s   (reference route)")
-    print(f"  ratio              {tp['ratio']:7.2f}x")
-    print(f"the gate ({gt['experiments']} experiments measured twice each way, interleaved):")
-    for route in ("gate", "no gate"):
-        g = gt[route]
-        agree = (f"two passes disagree by {100 * g['median_disagreement']:.2f} % (median), "
-                 f"{100 * g['above_2_percent']:.0f} % above 2 %") if g["measured_twice"] else "nothing measured twice"
-        print(f"  {route:8s} {g['per_second']:7.1f} experiments/s, {agree}")
-    print(f"  time ratio (gate / no gate) {gt['no gate']['per_second'] / gt['gate']['per_second']:.2f}x")
+    print(_ab_text(tp, ab))
     print(f"job, profile {args.profile}: {doc['mapped']} schemes mapped, {wall:.0f} s wall")
     for name, sec in report.seconds.items():
         print(f"  {name:28s} {sec:8.1f} s")
@@ -121,6 +133,27 @@ def main() -> int:
         print(f"    inference: {name:38s} {st['seconds']:8.1f} s  {st['measured']:6d} experiments  "
               f"{rate:6.1f}/s")
     return 0
+
+
+def _ab_text(tp: dict, ab: dict) -> str:
+    lines = [f"measurement throughput ({tp['experiments']} experiments of 1-4 instructions, in process):",
+             f"  one batch          {tp['batch']:7.1f} experiments/s",
+             f"  one per call       {tp['one per call']:7.1f} experiments/s   (reference route)",
+             f"  ratio              {tp['ratio']:7.2f}x"]
+    for what, res in ab.items():
+        routes = [r for r in res if r not in ("experiments", "routes_apart")]
+        lines.append(f"{what} ({res['experiments']} experiments measured twice each way, interleaved):")
+        for route in routes:
+            g = res[route]
+            agree = (f"two passes disagree by {100 * g['median_disagreement']:.2f} % (median), "
+                     f"{100 * g['above_2_percent']:.0f} % above 2 %") if g["measured_twice"] else "nothing measured twice"
+            lines.append(f"  {route:12s} {g['per_second']:7.1f} experiments/s, {agree}")
+        apart = res["routes_apart"]
+        lines.append(f"  rate ratio ({routes[0]} / {routes[1]}) "
+                     f"{res[routes[0]]['per_second'] / res[routes[1]]['per_second']:.2f}x; the routes' values "
+                     + (f"{100 * apart['median']:.2f} % apart (median), {100 * apart['above_2_percent']:.0f} % above 2 %"
+                        if apart["median"] is not None else "not compared"))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

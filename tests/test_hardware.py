@@ -358,17 +358,20 @@ class _Clockwork(Executor):
 
 def test_a_round_calibrates_before_and_after_and_its_references_use_the_closing_calibration():
     """Cycles come out exact from ticks (2.5 per cycle): 12 cycles per iteration of 3 copies are
-    4 cycles per copy, 50 per 200 reference instructions 0.25. A round takes two calibrations,
-    not three: the references after it are converted with its closing one (a calibration of
-    their own made every round a fifth longer, and fewer rounds fit between outside bursts)."""
-    ex = _Clockwork()
+    4 cycles per copy, 50 per 200 reference instructions 0.25. The references after a round are
+    converted with its closing calibration (a calibration of their own made every round a fifth
+    longer, and fewer rounds fit between outside bursts), and a round that follows a counted one
+    opens with that round's closing calibration (timing version 5): one for the first reference
+    sample, two for the first round, one for each after it; two per round when separate."""
     req = {"calibration": "cal", "references": [("ref_alu", 200)], "variants": [("k_u3", 3)],
            "rounds": 5, "target_ticks": 40_000}
-    out = ex.measure(req)
-    assert out["samples"]["k_u3"] == pytest.approx([4.0] * 5, rel=1e-6)
-    assert all(r["ref_alu"] == pytest.approx(0.25, rel=1e-6) for r in out["reference"])
-    assert out["ratios"] == pytest.approx([2.5] * 5, rel=1e-6)
-    assert ex.calibrations == 1 + 2 * req["rounds"]
+    for separate, calibrations in ((False, 1 + 1 + 5), (True, 1 + 2 * 5)):
+        ex = _Clockwork()
+        out = ex.measure({**req, "separate_rounds": separate})
+        assert out["samples"]["k_u3"] == pytest.approx([4.0] * 5, rel=1e-6)
+        assert all(r["ref_alu"] == pytest.approx(0.25, rel=1e-6) for r in out["reference"])
+        assert out["ratios"] == pytest.approx([2.5] * 5, rel=1e-6)
+        assert ex.calibrations == calibrations
 
 
 class _Log(_Clockwork):
@@ -381,23 +384,57 @@ class _Log(_Clockwork):
         return super().run(name, n)
 
 
-def test_every_round_first_runs_each_variant_untimed_so_calibration_and_kernel_share_a_clock():
+def test_the_variants_run_untimed_before_the_first_round_so_calibration_and_kernel_share_a_clock():
     """On Intel AVX-512 cores the clock drops a fraction of a millisecond after 512-bit code
     starts; a round timed right away calibrated at one clock and ran at another (vaddpd zmm
-    0.49-0.82 for 0.5 on an Ice Lake-SP VM). Each round must open with ``warm_runs`` timed
-    lengths of every variant, before its opening calibration; no warm-up when not asked."""
-    ex = _Log()
+    0.49-0.82 for 0.5 on an Ice Lake-SP VM). The first round must open with ``warm_runs`` timed
+    lengths of every variant, before its opening calibration; the rounds after it follow within
+    a millisecond and keep the clock (timing version 5), unless rounds are asked to be separate;
+    no warm-up when not asked."""
     req = {"calibration": "cal", "references": [("ref_alu", 200)], "variants": [("k_u3", 3)],
            "rounds": 3, "target_ticks": 40_000, "warm_runs": 20}
-    out = ex.measure(req)
-    n = ex.iterations("k_u3", 40_000)
-    warm = [i for i, (name, k) in enumerate(ex.log) if k == 20 * n and name == "k_u3"]
-    assert len(warm) == 3 and ex.log[warm[0] + 1][0] == "cal"
-    assert out["samples"]["k_u3"] == pytest.approx([4.0] * 3, rel=1e-6)
+    for every, times in ((False, 1), (True, 3)):
+        ex = _Log()
+        out = ex.measure({**req, "separate_rounds": every})
+        n = ex.iterations("k_u3", 40_000)
+        warm = [i for i, (name, k) in enumerate(ex.log) if k == 20 * n and name == "k_u3"]
+        assert len(warm) == times and ex.log[warm[0] + 1][0] == "cal"
+        assert out["samples"]["k_u3"] == pytest.approx([4.0] * 3, rel=1e-6)
     cold = _Log()
     cold.measure({**req, "warm_runs": 0})
     assert not any(k >= 20 * n for _, k in cold.log)
     assert all(k > 0 for _, k in cold.log)      # a kernel run for 0 iterations loops 2^64 times
+
+
+class _Burst(_Log):
+    """The reference kernel runs twice as slow for its ``slow``-th sample (counted from 1)."""
+
+    def __init__(self, slow: int):
+        super().__init__()
+        self.slow, self.samples = slow, 0
+
+    def diff(self, name: str, n: int, pairs: int = 2) -> float:
+        if name == "ref_alu":
+            self.samples += 1
+            if self.samples == self.slow:
+                return 2 * super().diff(name, n, pairs)
+        return super().diff(name, n, pairs)
+
+
+def test_a_round_after_the_gate_waited_warms_the_variants_again():
+    """While the gate waits only the reference kernels run, for as long as a burst lasts: the
+    core may leave the code's licence, so the next round warms and calibrates again; a round
+    discarded for disturbed references after it is followed by such a wait."""
+    req = {"calibration": "cal", "references": [("ref_alu", 200)], "variants": [("k_u3", 3)],
+           "rounds": 3, "target_ticks": 40_000, "warm_runs": 20,
+           "gate": {"baseline": {"ref_alu": 0.25}, "tol": 0.02, "seconds": 5.0}}
+    for slow, waits, warmed in ((1, 1, 1), (2, 1, 2), (3, 1, 2), (99, 0, 1)):
+        ex = _Burst(slow)
+        out = ex.measure(req)
+        n = ex.iterations("k_u3", 40_000)
+        assert out["gate"]["waits"] == waits
+        assert sum(1 for name, k in ex.log if k == 20 * n and name == "k_u3") == warmed
+        assert out["samples"]["k_u3"] == pytest.approx([4.0] * 3, rel=1e-6)
 
 
 def test_zmm16_31_are_loaded_512_bits_wide_only_for_bodies_that_name_a_zmm_register():

@@ -100,9 +100,10 @@ class HarnessSettings:
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 4             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128;
     #                                    4: zmm16-31 loaded in full only for bodies naming a zmm register
-    timing_version: int = 4            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
+    timing_version: int = 5            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
     #                                    4: the fastest steady variant, a clean attempt over a noisy one
+    #                                    5: a round opens with the closing calibration of the one before
     allocation_version: int = 8        # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
@@ -111,6 +112,7 @@ class HarnessSettings:
     #                                    8: compress/expand register destinations read-written
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
+    separate_rounds: bool = False      # every round warms and calibrates on its own (timing version 4)
     gate_floor: bool = True            # no baseline far slower than this CPU's published speeds (see floored)
 
     def key(self) -> dict:
@@ -333,7 +335,7 @@ class HardwareOracle:
         req = {"op": "measure", "calibration": CALIBRATION,
                "references": [(name, REFERENCE_COUNT) for name in REFERENCES], "variants": variants,
                "rounds": self.settings.rounds if rounds is None else rounds, "target_ticks": self.settings.target_ticks,
-               "warm_runs": self.settings.warm_runs}
+               "warm_runs": self.settings.warm_runs, "separate_rounds": self.settings.separate_rounds}
         if baseline is not None and self.settings.gate_seconds > 0:
             req["gate"] = {"baseline": dict(baseline), "tol": self.settings.noise_tolerance,
                            "seconds": self.settings.gate_seconds}

@@ -102,7 +102,14 @@ class Executor:
         that the round's calibrations and the variant run at one clock: on Intel cores AVX-512
         (and heavy AVX2) code lowers the clock a fraction of a millisecond after it starts
         (frequency licences) while the calibration chain alone runs at the higher one; without
-        it a 0.5-cycle vaddpd zmm measured 0.49-0.82 on an Ice Lake-SP VM, with 20 runs 0.500."""
+        it a 0.5-cycle vaddpd zmm measured 0.49-0.82 on an Ice Lake-SP VM, with 20 runs 0.500.
+        Rounds follow each other within a millisecond, well inside the ~2 ms a core keeps its
+        licence after the last wide instruction (Travis Downs, "Gathering Intel on Intel AVX-512
+        Transitions", 2020): so only the first round, and a round after the gate waited, warms
+        the variants and takes an opening calibration of its own; the others open with the
+        closing calibration of the round before, taken right after its variants at their clock.
+        With ``req["separate_rounds"]`` every round warms and calibrates on its own (the rule
+        before timing version 5, which spent about half the worker's time on it)."""
         fill_memory(self.memory)
         cal, refs_req = req["calibration"], req["references"]
         target = req["target_ticks"]
@@ -123,17 +130,23 @@ class Executor:
 
         deadline = time.monotonic() + (gate["seconds"] if gate else 0.0)
         waits = discarded = disturbed = 0
+        separate = req.get("separate_rounds", False)
+        opening: float | None = None   # the closing calibration of the round just before, if it counted
         first = before = ref_sample()
         while len(ratios) < req["rounds"]:
             waiting = gate is not None and time.monotonic() < deadline
             if waiting and not quiet(before):
                 waits += 1
+                opening = None
                 first = before = ref_sample()
                 continue
-            if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
-                for name, _, n in variants:
-                    self.run(name, n * warm)
-            c1 = self.calibrate(cal, n_cal)
+            if opening is None or separate:
+                if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
+                    for name, _, n in variants:
+                        self.run(name, n * warm)
+                c1 = self.calibrate(cal, n_cal)
+            else:
+                c1 = opening
             raw = [(name, copies, self.diff(name, n)) for name, copies, n in variants]
             c2 = self.calibrate(cal, n_cal)
             # the round's closing calibration converts the references after it: a calibration of
@@ -144,9 +157,10 @@ class Executor:
             if gate is not None and not (quiet(before) and quiet(after)):
                 if waiting and time.monotonic() < deadline:
                     discarded += 1
-                    before = after
+                    before = after   # disturbed: the gate waits next, and the round after warms
                     continue
                 disturbed += 1
+            opening = c2
             ratio = (c1 + c2) / 2
             ratios.append(ratio)
             for name, copies, ticks in raw:
