@@ -3,7 +3,8 @@
 Operand candidates are partitioned into three disjoint sets per register pool (general-purpose,
 vector, AVX-512 mask) and for memory:
 ``O_R`` (only ever read), ``O_W`` (only ever written) and ``O_RW`` (only used by read-and-written
-operands). ``O_R`` and ``O_W`` get just as many candidates as the most demanding scheme needs;
+operands). ``O_R`` and ``O_W`` get just as many candidates as the most demanding scheme needs
+(``O_W`` of a register pool more, up to ``WRITTEN_ROTATION``, against false dependencies);
 ``O_RW`` gets the rest, so the unavoidable read-after-write chains through read-written operands
 are as many and as short as possible. Each operand takes the candidate of its set that was used
 least recently (line 13). Immediates are ``2^(W-8) + 42`` (line 9). Registers with a fixed role
@@ -75,6 +76,15 @@ WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + 64 i] when a
 WRITTEN_MEMORY = (2048, OPERAND_MEMORY)                    # written operands, packed (upper half)
 WRITTEN_SPAN = 512                                          # copies repeat over this many bytes (docs/memory-layout.md)
 WRITTEN_MIN_COPIES = 4                                      # but a large copy still repeats this often, where it fits
+#: write-only registers rotate over up to this many candidates, not Alg. 3.1's one per operand:
+#: some destinations the ISA calls write-only are read by the core (a false dependency), and on
+#: one register every copy chains through them. On the Zen 4 ``vreduceps xmm, m128, i8`` took
+#: 3.0 cycles alone and 2.3 beside four other instructions that wrote the same register in
+#: between; ``vpshrdq xmm, xmm, xmm, i8`` 2.0 alone and 0.5 beside one. uops.info gives every
+#: copy registers of its own. O_RW keeps at least ``RW_KEEP`` candidates where it is needed
+#: (two chains a cycle of latency 4, an FMA's, need eight).
+WRITTEN_ROTATION = 8
+RW_KEEP = 8
 
 
 def immediate(width: int) -> int:
@@ -213,7 +223,8 @@ def check_hardwired(schemes: Iterable[Scheme]) -> None:
 
 
 def partition(schemes: Sequence[Scheme]) -> Partition:
-    """Sec. 3.2.1: small O_R and O_W (what the most demanding scheme needs), the rest O_RW."""
+    """Sec. 3.2.1: a small O_R (what the most demanding scheme needs), O_W that much or up to
+    ``WRITTEN_ROTATION`` where the pool has room, the rest O_RW."""
     check_hardwired(schemes)
     fixed = fixed_registers(schemes)
     need: Counter[tuple[str, str]] = Counter()
@@ -252,6 +263,9 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
             raise ValidationError(f"operand allocation: the schemes need {n_r} read-only, {n_w} write-only and "
                                   f"{need[(pool, 'RW')]} read-written {pool} operands, but only {len(cands)} "
                                   f"{pool} candidates are free")
+        if n_w:   # rotate write-only registers where the pool has room (WRITTEN_ROTATION)
+            keep = max(need[(pool, "RW")], RW_KEEP if need[(pool, "RW")] else 0)
+            n_w += max(0, min(WRITTEN_ROTATION - n_w, len(cands) - n_r - n_w - keep))
         sets[(pool, "W")] = tuple(cands[:n_w])
         sets[(pool, "R")] = tuple(cands[n_w:n_w + n_r])
         sets[(pool, "RW")] = tuple(cands[n_w + n_r:])
