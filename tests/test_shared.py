@@ -201,6 +201,28 @@ def test_a_microcoded_scheme_that_serialises_is_kept_out_of_every_resource():
         ModelledMapping.from_json({**serial.to_json(), "serial": ["a0"]})      # mapped: no time of its own
 
 
+def test_a_slow_scheme_on_a_unit_is_not_named_serial():
+    """A unit's scheme has no time of its own (its unit explains its time alone), so the model
+    cannot run it as serialising microcode: the shared stage must leave it to its unit. The Zen 4's
+    ``vcompresspd [m128]{k}`` (42 cycles, on unit U5 beside ``vhaddpd``) read the sum beside the
+    filler, and the stage named it serial: building the model failed and ended ``--all``."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find
+
+    blocking = {i: TRUTH.uops[i] for i in ("a0", "a1", "a5", "a56", "a0156", "ld")}
+    mapping = PortMapping([*TRUTH.ports, "U"], {**blocking, "ms": [(_s(1), 1), (_s("U"), 4)]})
+    oracle = _WithPaths(TRUTH, r_max=5)
+    slow = {"dw": F(6), "dw2": F(4)}
+    model = ModelledMapping(mapping, {"ms": SchemeModel("unit"), **{
+        i: SchemeModel("ports + cost", cost=t, alone=t, uops=((("0",), 1),)) for i, t in slow.items()}})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    assert alone["ms"] == 4
+    found = find(oracle.measure, model, alone, 5, O().resolved(False),
+                 blocking=PortMapping(TRUTH.ports, blocking))
+    assert found["serial"] == []
+    ModelledMapping(model.mapping, model.schemes, serial=frozenset(i for i, *_ in found["serial"]))
+
+
 def _found(oracle, slow):
     """The shared stage on schemes modelled by a cost of their own (``slow``), measured by ``oracle``."""
     from pmsolve.infer.explain.options import ExplainOptions as O
