@@ -284,9 +284,10 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         units = got["units"]
         explanations.update({i: Explanation.from_json(x) for i, x in got["schemes"].items()})
     summary["units"] = units
-    if not counter:
-        current[0] = "certify"
-        explanations.update(timed("certify", lambda: certify(orc, orc.known(), explanations, say)))
+    if not counter:   # a stage: resumed later, every stage's measurements would be "known" to it
+        got = stage(f"certify (runs={o.runs}, {o.characterisation_key()})",
+                    lambda: {i: x.to_json() for i, x in certify(orc, orc.known(), explanations, say).items()})
+        explanations.update({i: Explanation.from_json(x) for i, x in got.items()})
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
     mapping = _final_mapping(bmap, explanations, [p for u in units for p in ports_of(u)])
     ambiguous = sorted(i for i, x in explanations.items() if x.misfit is None and x.alternatives)
