@@ -76,19 +76,20 @@ def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings]) -> dict:
                 seconds[route] += time.perf_counter() - t
     out: dict = {"experiments": len(exps)}
     for route, (a, b) in runs.items():
-        d = _apart(a, b)
-        out[route] = {"per_second": 2 * len(exps) / seconds[route], "measured_twice": len(d),
-                      "median_disagreement": d[len(d) // 2] if d else None,
-                      "above_2_percent": sum(x > 0.02 for x in d) / len(d) if d else None}
+        n, median, share = _apart(a, b)
+        out[route] = {"per_second": 2 * len(exps) / seconds[route], "measured_twice": n,
+                      "median_disagreement": median, "above_2_percent": share}
     first, second = ([(x + y) / 2 for x, y in zip(*runs[r])] for r in list(routes)[:2])
-    d = _apart(first, second)
-    out["routes_apart"] = {"median": d[len(d) // 2] if d else None,
-                           "above_2_percent": sum(x > 0.02 for x in d) / len(d) if d else None}
+    _, median, share = _apart(first, second)
+    out["routes_apart"] = {"median": median, "above_2_percent": share}
     return out
 
 
-def _apart(a: list[float], b: list[float]) -> list[float]:
-    return sorted(abs(x - y) / min(x, y) for x, y in zip(a, b) if x == x and y == y and min(x, y) > 0)
+def _apart(a: list[float], b: list[float]) -> tuple[int, float | None, float | None]:
+    """How far two passes' values are apart: how many compared, the median relative gap, the
+    share of gaps over 2 % (None when nothing was measured by both)."""
+    d = sorted(abs(x - y) / min(x, y) for x, y in zip(a, b) if x == x and y == y and min(x, y) > 0)
+    return len(d), (d[len(d) // 2] if d else None), (sum(x > 0.02 for x in d) / len(d) if d else None)
 
 
 def main() -> int:

@@ -220,7 +220,6 @@ def test_a_slow_scheme_on_a_unit_is_not_named_serial():
     found = find(oracle.measure, model, alone, 5, O().resolved(False),
                  blocking=PortMapping(TRUTH.ports, blocking))
     assert found["serial"] == []
-    ModelledMapping(model.mapping, model.schemes, serial=frozenset(i for i, *_ in found["serial"]))
 
 
 def _found(oracle, slow):
