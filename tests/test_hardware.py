@@ -115,6 +115,25 @@ def test_the_next_batch_is_prepared_off_the_worker_cpu_while_one_is_measured():
 
 
 @needs_hw
+def test_the_parent_is_back_on_every_cpu_when_a_measure_call_ends():
+    """Off the worker's CPU only while measuring: PMEvo's search processes, forked from the job
+    after its measurements, inherit the parent's CPUs, and kept off the worker's they searched
+    on one CPU of two (2026-11-29)."""
+    before = os.sched_getaffinity(0)
+    with HardwareOracle(NAMES[:1], FAST) as oracle:
+        during = []
+        prepare = oracle._prepare
+        oracle._prepare = lambda chunk, kernels_of: (during.append(os.sched_getaffinity(0)), prepare(chunk, kernels_of))[1]
+        oracle.measure([Experiment({NAMES[0]: 1})])
+        after = os.sched_getaffinity(0)
+        off = oracle.off_worker_cpus()
+    assert after == before
+    if len(before) > 1:
+        assert during and all(oracle.cpu not in cpus for cpus in during)
+        assert off == before - {oracle.cpu}
+
+
+@needs_hw
 def test_singles_are_reproducible_within_their_spread(hw):
     exps = [Experiment({n: 1}) for n in NAMES]
     for _ in attempts():

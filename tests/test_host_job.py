@@ -22,7 +22,7 @@ from pmsolve.harness.references import MachineState
 from pmsolve.harness.store import MeasurementStore
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
-from pmsolve.jobs.host import (HostReport, JobConfig, MeasuringProgress, _covered, _misses_text, _per_copy,
+from pmsolve.jobs.host import (Beside, HostReport, JobConfig, MeasuringProgress, _covered, _misses_text, _per_copy,
                                _wait_for_quiet, block_of, held_out_experiments)
 from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, PortMapping
@@ -353,3 +353,28 @@ def test_report_page_lists_shared_resources_and_serialising_schemes():
     assert "S1 (any 512-bit scheme is context)" in page and "<code>bt&lt;m&gt;</code> (<code>bt&lt;m&gt;, mov×10</code> = 7.150)" in page
     assert "shared resource (S1: ld&lt;z&gt; and 2 other(s))" in page
     assert "Shared resources" not in render_html(_doc())
+
+
+def test_work_beside_runs_while_the_caller_goes_on_on_the_cpus_it_is_given():
+    """llvm-mca and OSACA run beside PMEvo: the caller must not wait for them before its own
+    work (here the work waits for the caller, so a Beside that ran it at once would time out),
+    they run on the CPUs given (off the measuring one), and an error reaches the caller."""
+    import os
+    import threading
+    go = threading.Event()
+    cpus = {min(os.sched_getaffinity(0))}
+
+    def work():
+        assert go.wait(10), "the caller waited for the work"
+        return os.sched_getaffinity(0)
+
+    side = Beside(work, cpus)
+    go.set()
+    assert side.result() == cpus
+    assert side.seconds >= 0
+
+    def fails():
+        raise ValueError("OSACA broke")
+
+    with pytest.raises(ValueError, match="OSACA broke"):
+        Beside(fails, None).result()

@@ -168,7 +168,7 @@ class HardwareOracle:
         self.call_timeout = call_timeout
         self.results: dict[Experiment, HardwareMeasurement] = {}
         self._worker: WorkerProcess | None = None
-        self._affinity: set[int] | None = None   # this process's CPUs before measuring
+        self._affinity: set[int] | None = None   # this thread's CPUs while a measure call runs
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
         self._noisy_in_a_row = 0      # experiments that stayed noisy through every attempt, in a row
@@ -264,12 +264,15 @@ class HardwareOracle:
         runs while the worker measures."""
         chunks = [items[start:start + self.batch] for start in range(0, len(items), self.batch)]
         self._keep_off_worker_cpu()
-        with ThreadPoolExecutor(1) as pool:
-            ahead = pool.submit(self._prepare, chunks[0], kernels_of) if chunks else None
-            for k, chunk in enumerate(chunks):
-                prepared = ahead.result()
-                ahead = pool.submit(self._prepare, chunks[k + 1], kernels_of) if k + 1 < len(chunks) else None
-                yield from self._measure_batch(chunk, prepared)
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                ahead = pool.submit(self._prepare, chunks[0], kernels_of) if chunks else None
+                for k, chunk in enumerate(chunks):
+                    prepared = ahead.result()
+                    ahead = pool.submit(self._prepare, chunks[k + 1], kernels_of) if k + 1 < len(chunks) else None
+                    yield from self._measure_batch(chunk, prepared)
+        finally:
+            self._back_on_every_cpu()
 
     def _prepare(self, chunk: list, kernels_of) -> tuple:
         """A batch's kernels, each experiment's unroll variants or error, and the batch's code."""
@@ -461,14 +464,22 @@ class HardwareOracle:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
-        if self._affinity is not None:
-            os.sched_setaffinity(0, self._affinity)
-            self._affinity = None
+        self._back_on_every_cpu()
+
+    def off_worker_cpus(self) -> set[int] | None:
+        """The CPUs work beside a measurement may use (this thread's, less the worker's), or
+        None when there are no others: for a thread started while this oracle measures."""
+        if not hasattr(os, "sched_getaffinity"):
+            return None
+        mine = self._affinity if self._affinity is not None else os.sched_getaffinity(0)
+        return (mine - {self.cpu}) or None
 
     def _keep_off_worker_cpu(self) -> None:
-        """Move this process off the worker's CPU while it measures (back on close): scheduled
-        there, it disturbs the timed runs. On this project's 2-vCPU VM that halved the
-        re-measurements of noisy experiments (175 → 79 attempts for 60 experiments)."""
+        """Move this thread off the worker's CPU while it measures (back when the measure call
+        ends: what runs between them, such as PMEvo's search processes forked from here, should
+        have every CPU): scheduled there, it disturbs the timed runs. On this project's 2-vCPU VM
+        that halved the re-measurements of noisy experiments (175 → 79 attempts for 60
+        experiments)."""
         if self._affinity is not None or not hasattr(os, "sched_getaffinity"):
             return
         mine = os.sched_getaffinity(0)
@@ -476,6 +487,11 @@ class HardwareOracle:
         if others and others != mine:
             self._affinity = mine
             os.sched_setaffinity(0, others)
+
+    def _back_on_every_cpu(self) -> None:
+        if self._affinity is not None:
+            os.sched_setaffinity(0, self._affinity)
+            self._affinity = None
 
     def __enter__(self) -> "HardwareOracle":
         return self

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -334,6 +335,37 @@ def run(config: JobConfig, *, say: Say = lambda m: None) -> HostReport:
     return _simulated(config, say, reason or "requested")
 
 
+class Beside:
+    """``work()`` in a thread of its own, on ``cpus`` (off the CPU that measures: llvm-mca and
+    OSACA run beside PMEvo's measurements, nothing of theirs needs the worker): ``result()``
+    waits for it and raises what it raised. A daemon thread: an interrupted job does not wait."""
+
+    def __init__(self, work: Callable[[], Any], cpus: set[int] | None):
+        self._out: list[Any] = []
+        self._error: list[BaseException] = []
+        self.seconds = 0.0
+
+        def body() -> None:
+            t0 = time.monotonic()
+            try:
+                if cpus and hasattr(os, "sched_setaffinity"):
+                    os.sched_setaffinity(0, cpus)    # this thread, and what it starts
+                self._out.append(work())
+            except BaseException as exc:   # noqa: BLE001 - handed to result()
+                self._error.append(exc)
+            finally:
+                self.seconds = round(time.monotonic() - t0, 1)
+
+        self._thread = threading.Thread(target=body, name="pmsolve-beside", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error:
+            raise self._error[0]
+        return self._out[0]
+
+
 def _stage(seconds: dict[str, float], name: str, t0: float) -> float:
     now = time.monotonic()
     seconds[name] = round(now - t0, 1)
@@ -460,12 +492,18 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
         if scored:
             units = [p for u in result.summary.get("units", []) for p in ports_of(u)] if result is not None else []
             own = {"mapping": mapping, "path": work / "osaca-model.yml", "r_max": r_max, "units": units}
-            preds.update(tool_predictions(catalogue, held, models, notes, own))
-            t = _stage(seconds, "llvm-mca and OSACA", t)
-        if scored and config.compare_pmevo and config.method != "pmevo":
-            pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)
-            preds["PMEvo"] = _covered(pm, held, r_max)
-            t = _stage(seconds, "PMEvo", t)
+            tools = Beside(lambda: tool_predictions(catalogue, held, models, notes, own), hw.off_worker_cpus())
+            pm = None
+            if config.compare_pmevo and config.method != "pmevo":
+                pm = _pmevo(oracle, pmevo_on, r_max, config, work, say)
+                seconds["PMEvo"] = round(time.monotonic() - t, 1)
+            preds.update(tools.result())
+            seconds["llvm-mca and OSACA"] = tools.seconds
+            if pm is not None:
+                preds["PMEvo"] = _covered(pm, held, r_max)
+                notes.append(f"llvm-mca and OSACA ran beside PMEvo ({tools.seconds:.0f} s of its {seconds['PMEvo']:.0f} s), "
+                             "off the measuring CPU")
+            t = time.monotonic()
         if scored:
             say("  localising the worst held-out misses")
             misses = held_out_misses.localise(oracle, mapping, r_max, held, measured, mode=model.mode,
