@@ -81,10 +81,15 @@ WRITTEN_MIN_COPIES = 4                                      # but a large copy s
 #: one register every copy chains through them. On the Zen 4 ``vreduceps xmm, m128, i8`` took
 #: 3.0 cycles alone and 2.3 beside four other instructions that wrote the same register in
 #: between; ``vpshrdq xmm, xmm, xmm, i8`` 2.0 alone and 0.5 beside one. uops.info gives every
-#: copy registers of its own. O_RW keeps at least ``RW_KEEP`` candidates where it is needed
-#: (two chains a cycle of latency 4, an FMA's, need eight).
+#: copy registers of its own. O_RW keeps at least ``RW_KEEP[pool]`` candidates where it is needed:
+#: its chains, one per register, bound a copy of the block to Σ latency / len(O_RW) cycles. Two
+#: chains a cycle of latency 4 (an FMA's) need eight; a block of three read-written vector forms
+#: (FMAs, merge-masked forms, ``vpermt2*``) with the 16 registers VEX reaches needs twelve: with
+#: eight, a4's held-out mixes on the Zen 4 read up to 1.46x their time with twelve
+#: (``{bts r16, i8; vandnpd ymm, m64bcst; vfmsub213ps ymm{k}; vpshufhw xmm; vsubpd ymm{k}}`` 1.49
+#: cycles against 1.04), and the 300 mixes' error against one mapping 7.6 % against 7.3 %.
 WRITTEN_ROTATION = 8
-RW_KEEP = 8
+RW_KEEP = {"gpr": 8, "vec": 12, "mask": 8}
 
 
 def immediate(width: int) -> int:
@@ -264,7 +269,7 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
                                   f"{need[(pool, 'RW')]} read-written {pool} operands, but only {len(cands)} "
                                   f"{pool} candidates are free")
         if n_w:   # rotate write-only registers where the pool has room (WRITTEN_ROTATION)
-            keep = max(need[(pool, "RW")], RW_KEEP if need[(pool, "RW")] else 0)
+            keep = max(need[(pool, "RW")], RW_KEEP[pool] if need[(pool, "RW")] else 0)
             n_w += max(0, min(WRITTEN_ROTATION - n_w, len(cands) - n_r - n_w - keep))
         sets[(pool, "W")] = tuple(cands[:n_w])
         sets[(pool, "R")] = tuple(cands[n_w:n_w + n_r])
