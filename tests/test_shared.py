@@ -331,3 +331,16 @@ def test_whether_every_zmm_scheme_is_context_is_measured(any_zmm):
     e = Experiment({"vpaddd_zmm_zmm_zmm": 1, "vmovdqu_ymm_m256": 6})
     assert float(with_path.inverse_throughput(e, 4)) == pytest.approx(oracle.measure([e])[0])
 
+
+
+def test_non_temporal_stores_are_not_slow_schemes_of_a_shared_resource():
+    """A non-temporal store's time is the write-combining buffers' and the memory's: on the Zen 4
+    ``vmovntpd m256, ymm`` (32.8 cycles alone) came first as the slowest scheme and took the
+    dividers into its "resource". It keeps its own cost; a divider of a cost stays a slow scheme."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import slow_schemes
+
+    alone = {"vmovntpd_m256_ymm": 32.8, "vmovntdq_m128_xmm": 16.0, "vdivpd_ymm_ymm_ymm": 5.0}
+    model = ModelledMapping(None, {i: SchemeModel("cost", cost=F(t).limit_denominator(100), alone=F(t).limit_denominator(100))
+                                   for i, t in alone.items()})
+    assert slow_schemes(model, alone, 6, O().resolved(False)) == ["vdivpd_ymm_ymm_ymm"]

@@ -48,6 +48,13 @@ the longer, which the model says, *serialises* and is kept out (its own cost, as
 front end (:class:`~pmsolve.modelled.ModelledMapping`): beside a divider ``btc m64`` takes the
 divider's time (6.0 with ``vdivps ymm``), not the sum.
 
+Non-temporal stores are no such resource either: they run at the speed of the write-combining
+buffers and the memory behind them, not of anything in the core (the Zen 4's ``vmovntpd m256,
+ymm`` 32.8 cycles alone). As the slowest schemes they came first: they took three of the Zen 4
+``--all`` run a5's four rounds (3.5 of its 6 minutes in this stage, every pair 30 cycles or more)
+and, in a4, made the dividers members of ``vmovntpd m256``'s resource (``vdivss`` holding 3.0
+cycles of it). They keep their own cost.
+
 At most :data:`ROUNDS` resources, each round measures every pending slow scheme once.
 """
 
@@ -83,11 +90,12 @@ def _ports_time(model: ModelledMapping, e: Experiment, units: frozenset[str]) ->
 def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float | None, o: ExplainOptions,
                  units: frozenset[str] = frozenset()) -> list[str]:
     """Schemes whose time alone outlasts their µops on ports and the front end (a cost of their
-    own, or a unit), slowest first."""
+    own, or a unit), slowest first; not the non-temporal stores (module doc)."""
     out = []
+    nt = non_temporal_stores(model.schemes)
     for i, m in model.schemes.items():
         t = alone.get(i)
-        if not isinstance(t, (int, float)) or t != t or t <= 0:
+        if not isinstance(t, (int, float)) or t != t or t <= 0 or i in nt:
             continue
         e = Experiment({i: 1})
         least = max(_ports_time(model, e, units), m.slots / r_max if r_max else 0)
@@ -201,6 +209,17 @@ def _hold(model: ModelledMapping, i: str, alone: float) -> float:
     faster (:mod:`~pmsolve.infer.explain.complete`: Zen 3's ``vdivps ymm`` 3.5 alone, 3.0 in mixes)."""
     cost = model.schemes[i].cost
     return min(alone, float(cost)) if cost is not None else alone
+
+
+#: stores that bypass the caches (``movntq`` is MMX, never offered)
+NON_TEMPORAL_STORES = frozenset({"movnti", "movntdq", "movntpd", "movntps", "movntsd", "movntss", "vmovntdq",
+                                 "vmovntpd", "vmovntps", "maskmovdqu", "vmaskmovdqu"})
+
+
+def non_temporal_stores(names: Iterable[str]) -> frozenset[str]:
+    """The catalogue's non-temporal stores among ``names`` (names it lacks: none)."""
+    cat = load_catalogue(host=False)
+    return frozenset(n for n in names if n in cat and cat[n].mnemonic in NON_TEMPORAL_STORES)
 
 
 def memory_schemes(names: Iterable[str]) -> frozenset[str]:
