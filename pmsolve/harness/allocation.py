@@ -43,12 +43,12 @@ and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over ma
 slower than any port mapping of this layout says (``docs/memory-layout.md`` has the probe figures).
 Read-only operands take slots 64 bytes apart in the lower half, as few as the most demanding
 scheme needs (Alg. 3.1's small ``O_R``): every copy of a load reads the same address, as
-uops.info's benchmarks do. The slots are taken from the top of the lower half down, so that a load
-shares neither its low 12 nor its low 10 address bits with the stores of the (at most 512-byte)
-written span: a Zen 4 takes a load for one that may depend on a store whose low 10-11 address bits
-it shares, and a block of two ``mov [m64], r64``, one ``mov r64, [m64]`` and two ``add r64, imm32``
-ran 4.0 cycles with the load at offset 32 (the store of the fifth copy at 2048 + 32) against 1.07
-with it at 1568 (allocation version 11; ``docs/memory-layout.md``). Loads
+uops.info's benchmarks do. The first slots are at 768 and below, so that a load shares neither
+its low 12 nor its low 10 address bits with the stores of the (at most 512-byte) written span and
+sits over 1 KiB below it: on a Zen 4 a block of two ``mov [m64], r64``, one ``mov r64, [m64]`` and
+two ``add r64, imm32`` ran 4.0 cycles with the load at offset 32 (the fifth copy's store at 2048 +
+32) and 1.07 with it elsewhere, and zmm loads on the line just below the written span ran up to
+1.4x slower than at 768 (allocation version 11; ``docs/memory-layout.md``). Loads
 that rotated over 31 slots, each on its own line at the same offset, ran three per cycle at
 0.38-0.40 cycles on a Zen 3 where one address (or neighbouring ones) gives 0.333: the lines'
 equal offsets meet in one L1 bank (``docs/memory-layout.md``).
@@ -76,9 +76,9 @@ EVEX_VECTOR_REGS = tuple(f"vec{i}" for i in range(16, 32)) + VECTOR_REGS
 MASK_REGS = tuple(f"k{i}" for i in range(1, 8))            # k0 cannot be a write mask
 UNROLL_TARGETS = (40, 80, 200)
 OPERAND_MEMORY = 4096                                       # bytes at r14 that operands may touch
-MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 31   # read slots [r14 + 1984 + 32 - 64 i], lower half
-WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + 1984 - 64 i] when a block accesses 512 bits
-READ_TOP = 2048 - MEM_SLOT_STRIDE                          # the first read slot's line: far from the written span's low bits
+MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 31   # read slots [r14 + (768 - 64 i) mod 2048 + 32], lower half
+WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + (768 - 64 i) mod 2048] when a block accesses 512 bits
+READ_FIRST = 768                                            # the first read slot's line (docs/memory-layout.md, "Loads beside stores")
 WRITTEN_MEMORY = (2048, OPERAND_MEMORY)                    # written operands, packed (upper half)
 WRITTEN_SPAN = 512                                          # copies repeat over this many bytes (docs/memory-layout.md)
 WRITTEN_MIN_COPIES = 4                                      # but a large copy still repeats this often, where it fits
@@ -160,12 +160,14 @@ def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
 
 def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     """The read-only memory candidates of a block: 31 slots 64 bytes apart in the lower half of
-    the page, from its top down (a block uses the first few: their low 10 address bits stay clear
-    of the 512-byte written span's), 64-byte aligned when some operand accesses more than 32 bytes
-    (zmm), else 32 bytes into their line."""
+    the page, from 768 down and then from its top (a block uses the first few: their low 10
+    address bits stay clear of the 512-byte written span's, and they are over 1 KiB below it),
+    64-byte aligned when some operand accesses more than 32 bytes (zmm), else 32 bytes into
+    their line."""
     wide = any(o.kind == "mem" and o.width > 256 for s in schemes for o in s.operands)
     offset = WIDE_MEM_SLOT_OFFSET if wide else MEM_SLOT_OFFSET
-    return tuple(f"{READ_TOP + offset - i * MEM_SLOT_STRIDE}(%{MEM_BASE})" for i in range(MEM_SLOTS))
+    lower = WRITTEN_MEMORY[0]
+    return tuple(f"{(READ_FIRST - i * MEM_SLOT_STRIDE) % lower + offset}(%{MEM_BASE})" for i in range(MEM_SLOTS))
 
 
 def bit_offset(s: Scheme, o: Operand) -> bool:
