@@ -112,7 +112,7 @@ class HarnessSettings:
     #                                    8: compress/expand register destinations read-written
     #                                    9: write-only registers rotate (allocation.WRITTEN_ROTATION)
     #                                    10: read-written vector registers keep 12 of the pool (RW_KEEP)
-    #                                    11: read slots from the top of the lower half (allocation.READ_TOP)
+    #                                    11: read slots from 768 down, clear of the stores' low address bits (READ_FIRST)
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
     separate_rounds: bool = False      # every round warms and calibrates on its own (timing version 4)
