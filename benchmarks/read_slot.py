@@ -36,8 +36,9 @@ def main() -> int:
     ap.add_argument("--slots", default="32,800,1568", help="offsets of the first read slot, comma-separated")
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args()
-    if available():
-        print(f"skipped: {available()}")
+    reason = available()
+    if reason:
+        print(f"skipped: {reason}")
         return 0
     exps = [parse(m) for m in args.mixes]
     names = sorted({n for e in exps for n in e})

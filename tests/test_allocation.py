@@ -12,9 +12,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pmsolve.harness.allocation import (EVEX_VECTOR_REGS, MASK_REGS, MERGING_DESTINATION, RESERVED, VECTOR_REGS,
-                                        WRITTEN_SPAN, allocate, body, dependency_report, immediate, partition,
-                                        unroll_factors)
+from pmsolve.harness.allocation import (EVEX_VECTOR_REGS, MASK_REGS, RESERVED, VECTOR_REGS, WRITTEN_SPAN, allocate,
+                                        body, dependency_report, immediate, partition, reads, unroll_factors)
 from pmsolve.isa import load_catalogue
 from pmsolve.isa.render import representative
 
@@ -70,9 +69,8 @@ def test_no_read_after_write_between_instances(exp, target):
     uses: dict[str, Counter] = {"gpr": Counter(), "vec": Counter(), "mask": Counter(), "mem": Counter()}
     for i in ins:
         for o, v in zip(i.scheme.operands, i.values):
-            merges = o.kind == "reg" and o.cls == "gpr" and o.width in (8, 16)   # partial writes read too
-            merges |= o.kind == "reg" and i.scheme.mnemonic in MERGING_DESTINATION   # compress/expand too
-            if (o.read or merges) and o.write and not o.fixed and o.kind in ("reg", "mem"):
+            # reads(): partial GPR writes and compress/expand destinations read too
+            if reads(o, i.scheme) and o.write and not o.fixed and o.kind in ("reg", "mem"):
                 pool = "mem" if o.kind == "mem" else "gpr" if o.cls == "gpr" else "mask" if o.cls == "k" else "vec"
                 uses[pool][representative(str(v))] += 1
     for pool, used in uses.items():
