@@ -9,8 +9,9 @@
    ratio (the machine is noisy; compare the ratio, not the absolute figures).
 2. The gate (``HarnessSettings.gate_seconds``): the same experiments measured twice with the
    worker waiting for quiet reference kernels and twice without, interleaved; printed are the
-   experiments per second of each and how far the two passes of each disagree (median and
-   share above 2 %): on a noisy VM the gate costs time and buys repeatable values.
+   experiments per second of each, the share of its time the worker waited for quiet
+   references, and how far the two passes of each disagree (median and share above 2 %): on a
+   noisy VM the gate costs time and buys repeatable values.
 3. Rounds (``HarnessSettings.separate_rounds``): the same, rounds that open with the closing
    calibration of the round before (timing version 5) and rounds that each warm the variants
    and calibrate on their own (version 4); printed as in 2, and how far the two rules' values
@@ -67,17 +68,20 @@ def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings]) -> dict:
     exps = list({Experiment([rng.choice(names) for _ in range(rng.randint(1, 4))]): None for _ in range(n)})
     runs: dict[str, list[list[float]]] = {r: [] for r in routes}
     seconds = {r: 0.0 for r in routes}
+    waited = {r: 0.0 for r in routes}   # by the worker's gate, for quiet reference kernels
     for _ in range(2):
         for route, settings in routes.items():
             with HardwareOracle(names, settings, on_error="nan") as oracle:
                 oracle.measure([Experiment({names[0]: 1})])
-                t = time.perf_counter()
+                t, w = time.perf_counter(), oracle.waited
                 runs[route].append(oracle.measure(exps))
                 seconds[route] += time.perf_counter() - t
+                waited[route] += oracle.waited - w
     out: dict = {"experiments": len(exps)}
     for route, (a, b) in runs.items():
         n, median, share = _apart(a, b)
-        out[route] = {"per_second": 2 * len(exps) / seconds[route], "measured_twice": n,
+        out[route] = {"per_second": 2 * len(exps) / seconds[route], "gate_waited": waited[route] / seconds[route],
+                      "measured_twice": n,
                       "median_disagreement": median, "above_2_percent": share}
     first, second = ([(x + y) / 2 for x, y in zip(*runs[r])] for r in list(routes)[:2])
     _, median, share = _apart(first, second)
@@ -148,7 +152,8 @@ def _ab_text(tp: dict, ab: dict) -> str:
             g = res[route]
             agree = (f"two passes disagree by {100 * g['median_disagreement']:.2f} % (median), "
                      f"{100 * g['above_2_percent']:.0f} % above 2 %") if g["measured_twice"] else "nothing measured twice"
-            lines.append(f"  {route:12s} {g['per_second']:7.1f} experiments/s, {agree}")
+            lines.append(f"  {route:12s} {g['per_second']:7.1f} experiments/s ({100 * g['gate_waited']:.0f} % of the time "
+                         f"waiting for quiet references), {agree}")
         apart = res["routes_apart"]
         lines.append(f"  rate ratio ({routes[0]} / {routes[1]}) "
                      f"{res[routes[0]]['per_second'] / res[routes[1]]['per_second']:.2f}x; the routes' values "

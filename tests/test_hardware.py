@@ -348,13 +348,14 @@ def test_rounds_wait_for_quiet_references_and_a_round_let_through_flags_the_meas
     with HardwareOracle(NAMES, settings) as oracle:
         oracle.measure([e])
         oracle.baseline = {n: 1e-3 for n in REFERENCES}
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), oracle.waited
         [(_, r)] = list(oracle.measure_iter([e]))
         assert time.perf_counter() - t0 >= settings.gate_seconds
         assert r.noisy and r.gate["disturbed"] == settings.rounds and r.gate["waits"] > 0
+        assert r.gate["waited"] >= 0.8 * settings.gate_seconds and oracle.waited - before == pytest.approx(r.gate["waited"])
         oracle.baseline = {n: 1e3 for n in REFERENCES}
         [(_, r)] = list(oracle.measure_iter([e]))
-        assert r.gate == {"waits": 0, "discarded": 0, "disturbed": 0}
+        assert r.gate == {"waits": 0, "discarded": 0, "disturbed": 0, "waited": 0.0}
 
 
 class _Clockwork(Executor):
@@ -452,6 +453,7 @@ def test_a_round_after_the_gate_waited_warms_the_variants_again():
         out = ex.measure(req)
         n = ex.iterations("k_u3", 40_000)
         assert out["gate"]["waits"] == waits
+        assert (out["gate"]["waited"] > 0) == (slow != 99), "the time spent waiting and taking rounds again"
         assert sum(1 for name, k in ex.log if k == 20 * n and name == "k_u3") == warmed
         assert out["samples"]["k_u3"] == pytest.approx([4.0] * 3, rel=1e-6)
 

@@ -311,6 +311,19 @@ def test_measuring_progress_speaks_every_minute_and_says_why_it_is_slow():
         slow(k, Experiment({"a": k}))
     assert len(lines) == 3 and lines[0].startswith("  20 experiments measured (60 s, 0.3 per second)")
     assert all("noisy through every retry" in x for x in lines)
+    # beside a neighbour the gate finds its quiet rounds but waits for them: nothing is flagged,
+    # and the line says where the time went (0.45 s of each 0.5 s here, then a quiet minute)
+    lines.clear()
+    waited = [0.0]
+    gated = MeasuringProgress(lines.append, lambda e: False, 0.0, clock=lambda: now[0], waited=lambda: waited[0])
+    for k in range(1, 241):
+        now[0] = k * 0.5
+        waited[0] += 0.45 if k <= 120 else 0.0
+        gated(k, Experiment({"a": k}))
+    assert len(lines) == 2
+    assert lines[0].endswith("; the worker waited for quiet reference kernels 90 % of the last 60 s: something "
+                             "shares this core (docs/harness.md)")
+    assert lines[1] == "  240 experiments measured (120 s, 2.0 per second)"
 
 
 def test_the_job_waits_for_quiet_and_says_when_it_measures_beside_a_neighbour():

@@ -137,7 +137,8 @@ class HardwareMeasurement:
     samples: dict[str, list[float]] = field(default_factory=dict)   # variant -> cycles per copy
     reference: list[dict[str, float]] = field(default_factory=list)  # reference kernels' cycles/instruction
     ratios: list[float] = field(default_factory=list)               # TSC ticks per core cycle
-    gate: dict[str, int] = field(default_factory=dict)   # rounds the worker waited for, took again, let through
+    #: rounds the worker waited for, took again, let through; ``waited``: seconds spent so
+    gate: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -174,6 +175,7 @@ class HardwareOracle:
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
         self._noisy_in_a_row = 0      # experiments that stayed noisy through every attempt, in a row
+        self.waited = 0.0             # seconds the worker's gate waited for quiet references, in all
         self.machine = host_cpu()
         ref = reference_singles(self.machine.microarchitecture) if settings.gate_floor else None
         self.floor = published_speeds(ref) if ref is not None else {}   # reference -> published speed
@@ -420,6 +422,7 @@ class HardwareOracle:
             # sample can be off through its own calibration; real bursts last seconds)
             ref_dev = max(min(abs(sample[n] - base[n]) / base[n] for sample in reply["reference"]) for n in base)
             gate = reply.get("gate", {})
+            self.waited += gate.get("waited", 0.0)
             r = HardwareMeasurement(e, med, spread=spread, attempts=attempt, samples=reply["samples"],
                                     noisy=spread > tol or ref_dev > tol or gate.get("disturbed", 0) > 0,
                                     reference=reply["reference"], ratios=reply["ratios"], gate=gate)

@@ -130,15 +130,18 @@ class Executor:
 
         deadline = time.monotonic() + (gate["seconds"] if gate else 0.0)
         waits = discarded = disturbed = 0
+        waited = 0.0   # seconds spent on waits and on rounds taken again: the job reports its share
         separate = req.get("separate_rounds", False)
         opening: float | None = None   # the closing calibration of the round just before, if it counted
         first = before = ref_sample()
         while len(ratios) < req["rounds"]:
-            waiting = gate is not None and time.monotonic() < deadline
+            started = time.monotonic()
+            waiting = gate is not None and started < deadline
             if waiting and not quiet(before):
                 waits += 1
                 opening = None
                 first = before = ref_sample()
+                waited += time.monotonic() - started
                 continue
             if opening is None or separate:
                 if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
@@ -158,6 +161,7 @@ class Executor:
                 if waiting and time.monotonic() < deadline:
                     discarded += 1
                     before = after   # disturbed: the gate waits next, and the round after warms
+                    waited += time.monotonic() - started
                     continue
                 disturbed += 1
             opening = c2
@@ -167,7 +171,7 @@ class Executor:
                 samples[name].append(ticks / ratio / copies)
             before = after
         return {"samples": samples, "ratios": ratios, "reference": [first, before],
-                "gate": {"waits": waits, "discarded": discarded, "disturbed": disturbed}}
+                "gate": {"waits": waits, "discarded": discarded, "disturbed": disturbed, "waited": round(waited, 6)}}
 
 
 def _send(out: BinaryIO, msg: object) -> None:

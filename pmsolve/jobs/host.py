@@ -382,14 +382,19 @@ def _inference_experiments(state: Path) -> set[Experiment]:
 
 class MeasuringProgress:
     """The hardware oracle's progress callback: a line every 500 experiments or every minute (a
-    disturbed machine measures one in seconds, and a silent hour looks hung), and when over a
-    fifth stayed noisy through every retry, why it is slow."""
+    disturbed machine measures one in seconds, and a silent hour looks hung), and why it is slow:
+    when over a fifth stayed noisy through every retry, or when the worker spent over a quarter
+    of the time since the last line waiting for quiet reference kernels (``waited``: its seconds
+    so far). Beside a neighbour the gate finds a quiet round in the end but waits up to half a
+    second for it, so an hour can pass at one experiment a second with no experiment flagged
+    (the Zen 4 VM, 2026-12-01: benchmarks/RESULTS.md §1.20)."""
 
     def __init__(self, say: Say, noisy: Callable[[Experiment], bool], t0: float,
-                 clock: Callable[[], float] = time.monotonic):
-        self.say, self.noisy, self.t0, self.clock = say, noisy, t0, clock
+                 clock: Callable[[], float] = time.monotonic, waited: Callable[[], float] = lambda: 0.0):
+        self.say, self.noisy, self.t0, self.clock, self.waited = say, noisy, t0, clock, waited
         self.done = self.flagged = 0
         self.shown = t0
+        self.waited_shown = 0.0
 
     def __call__(self, idx: int, e: Experiment) -> None:
         self.done += 1
@@ -397,12 +402,17 @@ class MeasuringProgress:
         now = self.clock()
         if self.done % 500 and now - self.shown < 60:
             return
-        self.shown = now
+        since, self.shown = now - self.shown, now
+        total = self.waited()
+        waited, self.waited_shown = total - self.waited_shown, total
         line = (f"  {self.done} experiments measured ({now - self.t0:.0f} s, "
                 f"{self.done / max(now - self.t0, 1e-9):.1f} per second)")
         if self.flagged > 0.2 * self.done:
             line += (f"; {self.flagged} stayed noisy through every retry: something shares this core (the "
                      f"reference kernels run slow; docs/harness.md), so each waits for quiet moments")
+        elif since > 0 and waited > 0.25 * since:
+            line += (f"; the worker waited for quiet reference kernels {100 * min(waited / since, 1):.0f} % of "
+                     f"the last {since:.0f} s: something shares this core (docs/harness.md)")
         self.say(line)
 
 
@@ -443,7 +453,8 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     work = Path(config.workdir) if config.workdir else default_workdir(cpu, config.profile)
     work.mkdir(parents=True, exist_ok=True)
     say(f"measuring on {cpu.describe()}: {len(names)} schemes ({config.profile} profile), state in {work}")
-    progress = MeasuringProgress(say, lambda e: getattr(hw.results.get(e), "noisy", False), t0)
+    progress = MeasuringProgress(say, lambda e: getattr(hw.results.get(e), "noisy", False), t0,
+                                 waited=lambda: hw.waited)
     hw = HardwareOracle(names, HarnessSettings(), on_error="nan", progress=progress, patience=60 * config.wait_quiet)
     ref = reference_singles(cpu.microarchitecture)
     if ref is None:
