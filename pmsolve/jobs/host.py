@@ -386,8 +386,8 @@ class MeasuringProgress:
     when over a fifth stayed noisy through every retry, or when the worker spent over a quarter
     of the time since the last line waiting for quiet reference kernels (``waited``: its seconds
     so far). Beside a neighbour the gate finds a quiet round in the end but waits up to half a
-    second for it, so an hour can pass at one experiment a second with no experiment flagged
-    (the Zen 4 VM, 2026-12-01: benchmarks/RESULTS.md §1.20)."""
+    second for it, so ten minutes can pass at one experiment a second while the noisy share of a
+    long run stays small (the Zen 4 VM, 2026-12-01: benchmarks/RESULTS.md §1.20)."""
 
     def __init__(self, say: Say, noisy: Callable[[Experiment], bool], t0: float,
                  clock: Callable[[], float] = time.monotonic, waited: Callable[[], float] = lambda: 0.0):
