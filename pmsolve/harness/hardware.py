@@ -137,7 +137,7 @@ class HardwareMeasurement:
     samples: dict[str, list[float]] = field(default_factory=dict)   # variant -> cycles per copy
     reference: list[dict[str, float]] = field(default_factory=list)  # reference kernels' cycles/instruction
     ratios: list[float] = field(default_factory=list)               # TSC ticks per core cycle
-    #: rounds the worker waited for, took again, let through; ``waited``: seconds spent so
+    #: rounds the worker waited for, took again and let through, and ``waited``: the seconds that took
     gate: dict[str, float] = field(default_factory=dict)
 
     @property
