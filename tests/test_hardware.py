@@ -151,9 +151,12 @@ def test_singles_are_reproducible_within_their_spread(hw):
 def test_singles_match_the_published_values_of_this_microarchitecture():
     """Each single against its published figure, as the entry says to compare it: within 15 %, or
     (a figure its own benchmark bounds: uops.info's read-modify-writes) not slower by more than
-    15 %. Noise only slows a kernel down, so each scheme keeps its fastest of the attempts; a
-    harness that lays memory out badly (written slots on separate cache lines: every
-    read-modify-write at 1.00 cycle, issue 39) or mis-assembles a form stays slow in all of them."""
+    15 %. A scheme is wrong when none of its attempts agrees: noise mostly slows a kernel down,
+    but a disturbed ``T(n)`` run can make one look faster (``vpcompressd zmm, zmm`` once read 0.76
+    for 1.33 in CI beside a heavy neighbour, 2026-12-01, and 1.333 in every probe after), so
+    neither the fastest nor the slowest attempt decides alone; a harness that lays memory out badly
+    (written slots on separate cache lines: every read-modify-write at 1.00 cycle, issue 39) or
+    mis-assembles a form is off in all of them."""
     cpu = host_cpu()
     ref = reference_singles(cpu.microarchitecture)
     if ref is None:
@@ -194,14 +197,18 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
             seen.append({k: round(statistics.median(v), 3) for k, v in next(bursts).items() if k in machine})
         return all(seen[-1][k] <= 1.1 * v for k, v in machine.items())
 
-    best: dict[str, float] = {}
+    seen_values: dict[str, list[float]] = {}   # each scheme's undisturbed attempts
+
+    def nearest(n: str) -> float:
+        return min(seen_values[n], key=lambda v: abs(v / ref.values[n] - 1))
+
     off: dict[str, tuple] = {}
     deadline = time.monotonic() + 300    # in a noisy hour each noisy single waits out its retries
     with HardwareOracle(names, FAST) as oracle:
         for _ in attempts():
             if time.monotonic() > deadline or not machine_at_speed(oracle.cpu):
                 continue
-            todo = [n for n in names if n not in best or wrong(n, best[n])]
+            todo = [n for n in names if n not in seen_values or wrong(n, nearest(n))]
             got: dict[str, float] = {}
             for i, r in oracle.measure_iter([Experiment({n: 1}) for n in todo]):
                 if undisturbed(r):    # a disturbed calibration can make a kernel look faster too
@@ -211,14 +218,15 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
             if not machine_at_speed(oracle.cpu):
                 continue
             for n, v in got.items():
-                best[n] = min(v, best.get(n, v))
-            off = {n: (round(v, 3), ref.values[n], ref.comparison(n)) for n, v in best.items() if wrong(n, v)}
-            if not off and len(best) == len(names):
+                seen_values.setdefault(n, []).append(v)
+            off = {n: (round(nearest(n), 3), ref.values[n], ref.comparison(n)) for n in seen_values
+                   if wrong(n, nearest(n))}
+            if not off and len(seen_values) == len(names):
                 return
-    if not best:
+    if not seen_values:
         pytest.skip(f"the machine ran slower than published around every attempt: medians {seen[-2:]} against {machine}")
-    if not off and len(best) < len(names) / 2:
-        pytest.skip(f"too disturbed to judge: {len(names) - len(best)} of {len(names)} singles never measured "
+    if not off and len(seen_values) < len(names) / 2:
+        pytest.skip(f"too disturbed to judge: {len(names) - len(seen_values)} of {len(names)} singles never measured "
                     f"with the reference kernels at their published speeds")
     assert not off, f"measured vs published ({ref.source.split(',')[0]}): {off}"
 
