@@ -25,11 +25,18 @@ to model, not a predictor of the package.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pmsolve.harness.allocation import body  # noqa: E402
+from pmsolve.isa import load_catalogue  # noqa: E402
+from pmsolve.modelled import load_model  # noqa: E402
 
 
 def simulate(stream: list[frozenset], queues: list[frozenset], width: int, capacity: int, rule: str = "random",
@@ -63,27 +70,24 @@ def simulate(stream: list[frozenset], queues: list[frozenset], width: int, capac
     return cycles * len(stream) / done if done else float("inf")
 
 
-def round_robin(counts: dict[str, int]) -> list[str]:
-    """A copy's order as the harness builds it (allocation.body): round-robin by name."""
-    items = sorted(counts.items())
-    left, out = dict(items), []
-    while any(left.values()):
-        for name, _ in items:
-            if left[name]:
-                out.append(name)
-                left[name] -= 1
-    return out
+@functools.cache
+def _catalogue():
+    return load_catalogue(host=False)
 
 
-GRID_UOPS = {"vaddps": {2, 3}, "vpaddd": {0, 1, 2, 3}, "vpalignr": {0, 2}, "vpmulld": {0, 1}, "vpshufb": {0, 2}}
+def program_order(counts: dict[str, int]) -> list[str]:
+    """One copy's schemes in the order the harness runs them (:func:`allocation.body`)."""
+    return [s.name for s in body({_catalogue()[n]: c for n, c in counts.items()}, 1)]
+
+
+S, F, M, A, L = ("vpshufb_xmm_xmm_xmm", "vpaddd_xmm_xmm_xmm", "vpmulld_xmm_xmm_xmm", "vaddps_xmm_xmm_xmm",
+                 "vpalignr_xmm_xmm_xmm_i8")
+GRID_UOPS = {A: {2, 3}, F: {0, 1, 2, 3}, L: {0, 2}, M: {0, 1}, S: {0, 2}}
 #: RESULTS §1.18 (Zen 4, 2026-11-29, /work/lab/grid.py): cycles per copy, the middle of three
-GRID = [({"vpshufb": 1}, 0.500), ({"vpaddd": 1}, 0.250), ({"vpshufb": 1, "vpaddd": 1}, 0.666),
-        ({"vpshufb": 1, "vpaddd": 2}, 0.750), ({"vpshufb": 1, "vpaddd": 3}, 1.000),
-        ({"vpshufb": 2, "vpaddd": 1}, 1.000), ({"vpshufb": 2, "vpaddd": 2}, 1.333),
-        ({"vpshufb": 1, "vpaddd": 4}, 1.250), ({"vpshufb": 1, "vpmulld": 1}, 0.666),
-        ({"vpaddd": 1, "vpmulld": 1}, 0.500), ({"vpshufb": 1, "vpaddd": 1, "vpmulld": 1}, 0.800),
-        ({"vpshufb": 1, "vpaddd": 1, "vaddps": 1}, 0.800), ({"vpshufb": 2, "vpmulld": 1, "vaddps": 1}, 1.111),
-        ({"vpshufb": 1, "vaddps": 2, "vpaddd": 1}, 1.188), ({"vpalignr": 1, "vpaddd": 1}, 0.666)]
+GRID = [({S: 1}, 0.500), ({F: 1}, 0.250), ({S: 1, F: 1}, 0.666), ({S: 1, F: 2}, 0.750), ({S: 1, F: 3}, 1.000),
+        ({S: 2, F: 1}, 1.000), ({S: 2, F: 2}, 1.333), ({S: 1, F: 4}, 1.250), ({S: 1, M: 1}, 0.666),
+        ({F: 1, M: 1}, 0.500), ({S: 1, F: 1, M: 1}, 0.800), ({S: 1, F: 1, A: 1}, 0.800),
+        ({S: 2, M: 1, A: 1}, 1.111), ({S: 1, A: 2, F: 1}, 1.188), ({L: 1, F: 1}, 0.666)]
 
 
 def grid(width: int, capacity: int) -> None:
@@ -91,7 +95,7 @@ def grid(width: int, capacity: int) -> None:
     for pairs in (({0, 1}, {2, 3}), ({0, 2}, {1, 3}), ({0, 3}, {1, 2})):
         queues = [frozenset(p) for p in pairs]
         for rule in ("random", "fewer", "alternate", "fewer-able"):
-            got = [simulate([frozenset(GRID_UOPS[n]) for n in round_robin(c)], queues, width, capacity, rule)
+            got = [simulate([frozenset(GRID_UOPS[n]) for n in program_order(c)], queues, width, capacity, rule)
                    for c, _ in GRID]
             err = statistics.mean(abs(g - y) / y for g, (_, y) in zip(got, GRID))
             rows.append((err, pairs, rule, got))
@@ -104,10 +108,9 @@ def grid(width: int, capacity: int) -> None:
 
 
 def held_out(workdir: Path, job: Path, width: int, capacity: int) -> None:
-    mapping = json.loads((workdir / "mapping.json").read_text())
-    uops = {k: [(frozenset(u["ports"]), u.get("count", 1)) for u in v] for k, v in mapping["instructions"].items()}
-    uops.update({k: [(frozenset(u["ports"]), u["count"]) for u in v["uops"]]
-                 for k, v in mapping.get("models", {}).items() if v.get("uops")})
+    model = load_model(workdir / "mapping.json")
+    uops = {i: [(frozenset(u.ports), u.count) for u in us] for i, us in model.mapping.uops.items()}
+    uops.update({i: [(frozenset(ps), n) for ps, n in m.uops] for i, m in model.schemes.items() if m.uops})
     four = next(ps for ps, _ in uops["vpaddd_xmm_xmm_xmm"])
     shuffle = next(ps for ps, _ in uops["vbroadcastss_ymm_xmm"])
     queues = [shuffle, four - shuffle]
@@ -115,7 +118,7 @@ def held_out(workdir: Path, job: Path, width: int, capacity: int) -> None:
     old, new, changed = [], [], 0
     for r in rows:
         y, p = r["measured"], r["pmsolve (explain)"]
-        stream = [ps for s in round_robin(r["experiment"]) for ps, n in uops.get(s, []) if ps <= four
+        stream = [ps for s in program_order(r["experiment"]) for ps, n in uops.get(s, []) if ps <= four
                   for _ in range(n)]
         q = max(p, simulate(stream, queues, width, capacity)) if stream else p
         changed += q > p * 1.001
