@@ -157,6 +157,18 @@ class Experiment:
     def __getitem__(self, insn: str) -> int:
         return dict(self.counts).get(insn, 0)
 
+    def in_program_order(self) -> list[str]:
+        """One copy in the order the harness runs it: round-robin over the names in sorted order,
+        so that equal instructions are spread out (:func:`pmsolve.harness.allocation.body`)."""
+        left = dict(self.counts)
+        out: list[str] = []
+        while len(out) < self.size:
+            for i, _ in self.counts:
+                if left[i]:
+                    out.append(i)
+                    left[i] -= 1
+        return out
+
     @property
     def size(self) -> int:
         """|e|: the number of instruction instances in one iteration."""

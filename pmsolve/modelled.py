@@ -58,6 +58,12 @@ instruction, 7.1 beside ten ``mov r64, imm32`` that take 2.5 alone, 13.0 beside 
 its copies in whole cycles; the back end runs on. So an experiment with k serial copies takes at
 least Σ n_i·T_i + k·⌈slots(rest) / (k·R_max)⌉, and at least what the rest of the model says
 (without a front-end limit: the serial times plus the rest's tp⁻¹).
+
+:class:`pmsolve.queues.Queues` are scheduling queues in front of some ports (the Zen 4's vector
+pipes, two queues of two): a µop is placed into one queue as it is renamed, and only that queue's
+ports may run it. Where that matters, their simulated steady state is one more floor under tp⁻¹
+(:mod:`pmsolve.infer.explain.queues` finds them; the µops of mapped and ``ports + cost`` schemes
+take part).
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from pmsolve.errors import FormatError, UnknownNameError, ValidationError
 from pmsolve.formats import _read_json, mapping_from_json, mapping_to_json
 from pmsolve.formula import RMax, bottleneck, check_r_max
 from pmsolve.model import Experiment, PortMapping, sort_ports
+from pmsolve.queues import Queues
 from pmsolve.throughput import evaluate_many
 
 KINDS = {
@@ -184,6 +191,7 @@ class Limit:
     alone: bool = False                    # the experiment is ``cost_of`` by itself: its time alone
     shared: str | None = None              # the name of a :class:`Shared` resource
     serial: bool = False                   # ``cost_of`` holds the front end: its time alone, the rest between
+    queued: bool = False                   # the scheduling queues (:class:`pmsolve.queues.Queues`)
 
     def describe(self) -> str:
         if self.serial:
@@ -192,6 +200,8 @@ class Limit:
             return "front end (R_max)"
         if self.shared is not None:
             return f"shared resource {self.shared}"
+        if self.queued:
+            return "scheduling queues in front of {" + ",".join(sort_ports(self.ports)) + "}"
         if self.alone:
             return f"{self.cost_of} by itself (its measured time alone)"
         if self.cost_of is not None:
@@ -312,6 +322,7 @@ class ModelledMapping:
     mode: Mode | None = None
     shared: tuple[Shared, ...] = ()
     serial: frozenset[str] = frozenset()
+    queues: Queues | None = None
 
     def __post_init__(self) -> None:
         models = dict(self.schemes)
@@ -338,8 +349,10 @@ class ModelledMapping:
         timeless = sorted(i for i in self.serial if i not in models or self._serial_time(i, models) is None)
         if timeless:
             raise FormatError(f"serial: {timeless[:3]} must be modelled schemes with a time alone or a cost")
+        if self.queues is not None and not self.queues.ports <= set(ports):
+            raise FormatError(f"queues: port(s) {sort_ports(self.queues.ports - set(ports))} are not ports of the mapping")
 
-    def _ports_for(self, e: Experiment) -> PortMapping:
+    def ports_for(self, e: Experiment) -> PortMapping:
         """The port mapping that evaluates ``e``: in the mode when a trigger is in it."""
         return self._in_mode if self.mode is not None and self.mode.applies(e) else self._combined
 
@@ -406,6 +419,12 @@ class ModelledMapping:
             t += k * math.ceil(Fraction(self.slots_of(Experiment(rest))) / (k * check_r_max(r_max)))
         return Limit(t, cost_of=mine[0], serial=True)
 
+    def queue_time(self, e: Experiment) -> Fraction | None:
+        """Cycles per copy under the scheduling queues, where they can matter."""
+        if self.queues is None or self._combined is None:
+            return None
+        return self.queues.time(self.ports_for(e), e)
+
     def inverse_throughput(self, e: Experiment, r_max: RMax = None) -> Fraction:
         """Exact tp⁻¹ (see the module docstring)."""
         return self.bottleneck(e, r_max).inverse_throughput
@@ -419,7 +438,7 @@ class ModelledMapping:
         best = Limit(Fraction(0))
         part = self._port_part(e)
         if part is not None:
-            b = bottleneck(self._ports_for(e), part)
+            b = bottleneck(self.ports_for(e), part)
             best = Limit(b.inverse_throughput, b.ports)
         for c, i in self._costs(e):
             if c > best.inverse_throughput:
@@ -427,6 +446,8 @@ class ModelledMapping:
         for res in self.shared:
             if (t := res.time(e)) > best.inverse_throughput:
                 best = Limit(t, shared=res.name)
+        if (t := self.queue_time(e)) is not None and t > best.inverse_throughput:
+            best = Limit(t, self.queues.ports, queued=True)
         if r is not None and (front := Fraction(self.slots_of(e)) / r) > best.inverse_throughput:
             best = Limit(front, frontend_bound=True)
         if (serial := self._serialised(e, r_max)) is not None and serial.inverse_throughput >= best.inverse_throughput:
@@ -455,6 +476,8 @@ class ModelledMapping:
                 out[j] = max(out[j], float(max(c for c, _ in costs)))
             for res in self.shared:
                 out[j] = max(out[j], float(res.time(e)))
+            if (t := self.queue_time(e)) is not None:
+                out[j] = max(out[j], float(t))
         if r_max is not None:
             r = float(check_r_max(r_max))
             out = np.maximum(out, np.array([self.slots_of(e) / r for e in exps]))
@@ -475,6 +498,8 @@ class ModelledMapping:
             doc["shared"] = [r.to_json() for r in self.shared]
         if self.serial:
             doc["serial"] = sorted(self.serial)
+        if self.queues is not None:
+            doc["queues"] = self.queues.to_json()
         return doc
 
     @classmethod
@@ -492,12 +517,13 @@ class ModelledMapping:
         serial = data.get("serial", []) if isinstance(data, dict) else []
         if not isinstance(serial, list) or not all(isinstance(i, str) for i in serial):
             raise FormatError(f"{source}: 'serial' must be a list of scheme names")
+        queues = Queues.from_json(data["queues"], source) if isinstance(data, dict) and "queues" in data else None
         if models is None:
-            return cls(mapping, mode=mode, shared=shared, serial=frozenset(serial))
+            return cls(mapping, mode=mode, shared=shared, serial=frozenset(serial), queues=queues)
         if not isinstance(models, dict):
             raise FormatError(f"{source}: 'models' must be an object of scheme -> model")
         return cls(mapping, {str(i): SchemeModel.from_json(d, i) for i, d in models.items()}, mode, shared,
-                   frozenset(serial))
+                   frozenset(serial), queues)
 
 
 def load_model(path: str | Path) -> ModelledMapping:

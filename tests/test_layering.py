@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     # solvers, the exact formula, files, the instruction catalogue, bundled data, test strategies
     {"backends", "formula", "formats", "isa", "data", "testing"},
     # the model written once in the IR, and what is computed from it
-    {"encodings", "throughput", "strategy", "modelled"},
+    {"encodings", "throughput", "strategy", "modelled", "queues"},
     # measuring, inferring, predicting, analysing, checking
     {"harness", "infer", "infer.common", "infer.progress", "infer.cegis", "infer.pmevo", "infer.explain",
      "predictors", "anica", "proofs",

@@ -63,6 +63,7 @@ from typing import Iterable, Mapping, Sequence
 from pmsolve.errors import ValidationError
 from pmsolve.isa.render import GPRS, reg_name, render, representative
 from pmsolve.isa.scheme import VECTOR_CLASSES, Operand, Scheme
+from pmsolve.model import Experiment
 
 MEM_BASE = "r14"
 LOOP_COUNTER = "r15"
@@ -376,14 +377,11 @@ def unroll_factors(size: int, targets: Sequence[int] = UNROLL_TARGETS) -> list[i
 def body(counts: Mapping[Scheme, int] | Sequence[tuple[Scheme, int]], factor: int) -> list[Scheme]:
     """The unrolled list of schemes: ``factor`` copies of the experiment, each in a fixed order
     (schemes interleaved round-robin so that equal schemes are spread out)."""
-    items = sorted(counts.items() if isinstance(counts, Mapping) else counts, key=lambda kv: kv[0].name)
-    one: list[Scheme] = []
-    left = {s.name: c for s, c in items}
-    while any(left.values()):
-        for s, _ in items:
-            if left[s.name]:
-                one.append(s)
-                left[s.name] -= 1
+    pairs = [(s, c) for s, c in (counts.items() if isinstance(counts, Mapping) else counts) if c]
+    if not pairs:
+        return []
+    by_name = {s.name: s for s, _ in pairs}
+    one = [by_name[i] for i in Experiment([(s.name, c) for s, c in pairs]).in_program_order()]
     return one * factor
 
 

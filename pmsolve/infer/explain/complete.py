@@ -134,7 +134,7 @@ def rescored(model: ModelledMapping, measured: Mapping[Experiment, float], r_max
         exps = _judged_on(i, float(models[i].alone or models[i].cost), with_i, mapped)
         hits = int(np.sum(_errors(model, exps, r_max) <= WITHIN))
         models[i] = replace(models[i], confidence=hits / len(exps), evidence=(hits, len(exps)))
-    return ModelledMapping(model.mapping, models, model.mode, model.shared, model.serial)
+    return ModelledMapping(model.mapping, models, model.mode, model.shared, model.serial, model.queues)
 
 
 def unit_uops(cost: Fraction, width: int) -> int:

@@ -21,7 +21,10 @@
                      the longer (a load path, a divider), and what other schemes hold of them beside
                      (:mod:`~pmsolve.infer.explain.shared`);
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
-                     how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`).
+                     how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`);
+11. ``queues``     — without a counter: whether scheduling queues in front of four ports explain the
+                     measured experiments better than the ports alone (no experiment of its own,
+                     :mod:`~pmsolve.infer.explain.queues`).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
 rerunning the same call continues where an interrupted one stopped.
@@ -40,7 +43,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import modes, shared, slots, stages
+from pmsolve.infer.explain import modes, queues, shared, slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -319,6 +322,11 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))
         model = slots.with_slots(model, got)
         summary["slots"] = {"filler": got["filler"], "schemes": {i: d["slots"] for i, d in got["schemes"].items()}}
+    if not counter and model.on_ports:
+        got = stage("queues", lambda: queues.find(
+            model, {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}, r_max, say))
+        model = queues.with_queues(model, got)
+        summary["queues"] = got
     summary["predictions"] = kind_summary(model, unpredicted)
     summary["stats"] = {"measurements": len(orc.known()), "measured_now": orc.measured,
                         "seconds": round(time.perf_counter() - t_start, 2),

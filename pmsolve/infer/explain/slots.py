@@ -116,4 +116,4 @@ def with_slots(model: ModelledMapping, stage: Mapping[str, Any]) -> ModelledMapp
         if i in schemes:
             e, t = d["probe"]
             schemes[i] = replace(schemes[i], slots=int(d["slots"]), slots_witness=(Experiment(e), float(t)))
-    return ModelledMapping(model.mapping, schemes, model.mode, model.shared, model.serial)
+    return ModelledMapping(model.mapping, schemes, model.mode, model.shared, model.serial, model.queues)
