@@ -11,6 +11,7 @@ has already retried each experiment by then.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import statistics
@@ -154,7 +155,8 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     15 %. A scheme is wrong when none of its attempts agrees: noise mostly slows a kernel down,
     but a disturbed ``T(n)`` run can make one look faster (``vpcompressd zmm, zmm`` once read 0.76
     for 1.33 in CI beside a heavy neighbour, 2026-12-01, and 1.333 in every probe after), so
-    neither the fastest nor the slowest attempt decides alone; a harness that lays memory out badly
+    neither the fastest nor the slowest attempt decides alone, and a scheme is wrong only when
+    three undisturbed attempts or more all disagree; a harness that lays memory out badly
     (written slots on separate cache lines: every read-modify-write at 1.00 cycle, issue 39) or
     mis-assembles a form is off in all of them."""
     cpu = host_cpu()
@@ -205,8 +207,12 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     off: dict[str, tuple] = {}
     deadline = time.monotonic() + 300    # in a noisy hour each noisy single waits out its retries
     with HardwareOracle(names, FAST) as oracle:
-        for _ in attempts():
-            if time.monotonic() > deadline or not machine_at_speed(oracle.cpu):
+        for k in itertools.count():    # retries until the deadline: a judgement needs three attempts
+            if k:
+                time.sleep(min(2 ** (k - 1), 8))
+            if time.monotonic() > deadline:
+                break
+            if not machine_at_speed(oracle.cpu):
                 continue
             todo = [n for n in names if n not in seen_values or wrong(n, nearest(n))]
             got: dict[str, float] = {}
@@ -223,12 +229,21 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
                    if wrong(n, nearest(n))}
             if not off and len(seen_values) == len(names):
                 return
+            if off and all(len(seen_values[n]) >= 3 for n in off):
+                break
     if not seen_values:
         pytest.skip(f"the machine ran slower than published around every attempt: medians {seen[-2:]} against {machine}")
     if not off and len(seen_values) < len(names) / 2:
         pytest.skip(f"too disturbed to judge: {len(names) - len(seen_values)} of {len(names)} singles never measured "
                     f"with the reference kernels at their published speeds")
-    assert not off, f"measured vs published ({ref.source.split(',')[0]}): {off}"
+    # Beside a heavy neighbour (CI, 2026-12-02) every attempt of vpcompressd zmm, zmm and vcvtpd2ps
+    # xmm, ymm read slow (2.22 for 1.33, 0.785 for 0.67) with the reference kernels at speed, and
+    # 1.334 and 0.667 in a probe minutes later: a scheme is judged on three attempts or more; a
+    # harness that measures a form wrong is off in every one of the five a quiet machine gives it.
+    judged = {n: v for n, v in off.items() if len(seen_values[n]) >= 3}
+    if off and not judged:
+        pytest.skip(f"too disturbed to judge: {sorted(off)} off in fewer than three undisturbed attempts each: {off}")
+    assert not judged, f"measured vs published ({ref.source.split(',')[0]}): {judged}"
 
 
 @needs_hw
