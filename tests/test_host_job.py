@@ -324,6 +324,15 @@ def test_measuring_progress_speaks_every_minute_and_says_why_it_is_slow():
     assert lines[0].endswith("; the worker waited for quiet reference kernels 90 % of the last 60 s: something "
                              "shares this core (docs/harness.md)")
     assert lines[1] == "  240 experiments measured (120 s, 2.0 per second)"
+    # the 500th experiment a moment after the minute's line: a share of half a second says nothing
+    lines.clear()
+    waited[0] = 0.0
+    short = MeasuringProgress(lines.append, lambda e: False, 0.0, clock=lambda: now[0], waited=lambda: waited[0])
+    for k in range(1, 501):
+        now[0], waited[0] = k * 0.1205, k * 0.1205 * 0.9
+        short(k, Experiment({"a": k}))
+    assert len(lines) == 2 and "90 % of the last 60 s" in lines[0]
+    assert lines[1] == "  500 experiments measured (60 s, 8.3 per second)"
 
 
 def test_the_job_waits_for_quiet_and_says_when_it_measures_beside_a_neighbour():

@@ -385,7 +385,7 @@ class MeasuringProgress:
     """The hardware oracle's progress callback: a line every 500 experiments or every minute (a
     disturbed machine measures one in seconds, and a silent hour looks hung), and why it is slow:
     when over a fifth stayed noisy through every retry, or when the worker spent over a quarter
-    of the time since the last line waiting for quiet reference kernels (``waited``: its seconds
+    of the time since the last line (ten seconds or more) waiting for quiet reference kernels (``waited``: its seconds
     so far). Beside a neighbour the gate finds a quiet round in the end but waits up to half a
     second for it, so ten minutes can pass at one experiment a second while the noisy share of a
     long run stays small (the Zen 4 VM, 2026-12-01: benchmarks/RESULTS.md §1.20)."""
@@ -411,7 +411,7 @@ class MeasuringProgress:
         if self.flagged > 0.2 * self.done:
             line += (f"; {self.flagged} stayed noisy through every retry: something shares this core (the "
                      f"reference kernels run slow; docs/harness.md), so each waits for quiet moments")
-        elif since > 0 and waited > 0.25 * since:
+        elif since >= 10 and waited > 0.25 * since:     # a share of the last second says little
             line += (f"; the worker waited for quiet reference kernels {100 * min(waited / since, 1):.0f} % of "
                      f"the last {since:.0f} s: something shares this core (docs/harness.md)")
         self.say(line)
