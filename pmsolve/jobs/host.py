@@ -385,8 +385,8 @@ class MeasuringProgress:
     """The hardware oracle's progress callback: a line every 500 experiments or every minute (a
     disturbed machine measures one in seconds, and a silent hour looks hung), and why it is slow:
     when over a fifth stayed noisy through every retry, or when the worker spent over a quarter
-    of the time since the last line (ten seconds or more) waiting for quiet reference kernels (``waited``: its seconds
-    so far). Beside a neighbour the gate finds a quiet round in the end but waits up to half a
+    of the time since the last line (ten seconds or more) waiting for quiet reference kernels
+    (``waited``: its seconds so far). Beside a neighbour the gate finds a quiet round in the end but waits up to half a
     second for it, so ten minutes can pass at one experiment a second while the noisy share of a
     long run stays small (the Zen 4 VM, 2026-12-01: benchmarks/RESULTS.md §1.20)."""
 
