@@ -23,8 +23,8 @@
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`);
 11. ``queues``     — without a counter: whether scheduling queues in front of four ports explain the
-                     measured experiments better than the ports alone (no experiment of its own,
-                     :mod:`~pmsolve.infer.explain.queues`).
+                     measured experiments (and a few random mixes of its own) better than the
+                     ports alone (:mod:`~pmsolve.infer.explain.queues`).
 
 Every stage's result and every measurement go into the state file as soon as they exist, so
 rerunning the same call continues where an interrupted one stopped.
@@ -323,8 +323,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         model = slots.with_slots(model, got)
         summary["slots"] = {"filler": got["filler"], "schemes": {i: d["slots"] for i, d in got["schemes"].items()}}
     if not counter and model.on_ports:
-        got = stage("queues", lambda: queues.find(
-            model, {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}, r_max, say))
+        got = stage("queues", lambda: _queues(orc, model, r_max, say))
         model = queues.with_queues(model, got)
         summary["queues"] = got
     summary["predictions"] = kind_summary(model, unpredicted)
@@ -398,6 +397,17 @@ def _shared(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: f
     except MeasurementError as err:
         say(f"  no shared resources: their experiments could not be measured ({str(err)[:160]})")
         return {"resources": [], "left_out": [], "serial": []}
+
+
+def _queues(oracle: Any, model: ModelledMapping, r_max: float | None, say: Callable[[str], None]) -> dict[str, Any]:
+    """The queues stage (:mod:`~pmsolve.infer.explain.queues`); on the stored experiments alone
+    when its own mixes cannot be measured."""
+    measured = {e: r.cycles for e, r in oracle.rows(oracle.known()).items() if r.ok}
+    try:
+        return queues.find(model, measured, r_max, say, oracle.measure)
+    except MeasurementError as err:
+        say(f"  queues: their mixes could not be measured ({str(err)[:160]}); the stored experiments alone")
+        return queues.find(model, measured, r_max, say)
 
 
 def _final_mapping(bmap: PortMapping, explanations: dict[str, Explanation], units: list[str]) -> PortMapping | None:
