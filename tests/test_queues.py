@@ -129,3 +129,14 @@ def test_the_stages_own_mixes_find_the_split_when_the_store_holds_no_mix():
     assert mine and set(mine) <= set(asked)
     q = Queues(SPLIT)
     assert all(q.matters(q.stream(truth, e)) for e in mine)
+
+
+def test_the_report_shows_every_split_tried_and_the_kept_one():
+    from pmsolve.jobs.report import queues_text, render_html
+    queued = ModelledMapping(TRUTH, queues=Queues(SPLIT))
+    measured = {e: float(queued.inverse_throughput(e, 4)) for e in _mixes()}
+    found = stage.find(ModelledMapping(TRUTH), measured, 4, lambda _: None)
+    page = render_html({"queues": found})
+    assert "<table id='queues'>" in page and page.count("<tr class='best'><td>[0,2] [1,3]</td>") == 1
+    assert queues_text(found).startswith("; scheduling queues [0,2] [1,3] (")
+    assert queues_text({"chosen": None, "tried": found["tried"]}) == ""

@@ -256,8 +256,8 @@ def _queues(queues: dict[str, Any] | None) -> list[str]:
     out = ["<h2>Scheduling queues</h2><p>Each split of four ports into two queues of two, tried on the measured "
            "experiments where it matters: each predicted as the longer of the port bound and the queues' simulated "
            "time (µops placed into a random queue that can take them as they are renamed; "
-           "<code>pmsolve.queues</code>). A split is kept when it lowers the mean error and brings at least twice "
-           "as many experiments 5 % nearer as it takes 5 % farther.</p>",
+           "<code>pmsolve.queues</code>). A split is kept when it lowers the mean error and brings more "
+           "experiments 5 % nearer than it takes 5 % farther, at least three.</p>",
            "<table id='queues'><tr><th>queues</th><th>experiments</th><th>mean error, ports</th>"
            "<th>with the queues</th><th>5 % nearer</th><th>5 % farther</th></tr>"]
     for r in tried:
