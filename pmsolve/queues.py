@@ -71,7 +71,10 @@ class Queues:
 
     def time(self, mapping: PortMapping, e: Experiment) -> Fraction | None:
         """Cycles per copy of ``e`` under the queues (to 1/1000), or None where they cannot matter."""
-        stream = self.stream(mapping, e)
+        return self.time_of(self.stream(mapping, e))
+
+    def time_of(self, stream: list[frozenset[str]]) -> Fraction | None:
+        """:meth:`time` of a copy's :meth:`stream`."""
         if not self.matters(stream):
             return None
         return _simulated(tuple(stream), self.queues, self.width, self.capacity, self.cycles)

@@ -239,7 +239,8 @@ def test_singles_match_the_published_values_of_this_microarchitecture():
     # Beside a heavy neighbour (CI, 2026-12-02) every attempt of vpcompressd zmm, zmm and vcvtpd2ps
     # xmm, ymm read slow (2.22 for 1.33, 0.785 for 0.67) with the reference kernels at speed, and
     # 1.334 and 0.667 in a probe minutes later: a scheme is judged on three attempts or more; a
-    # harness that measures a form wrong is off in every one of the five a quiet machine gives it.
+    # harness that measures a form wrong is off in every attempt, and a quiet machine gives three in
+    # seconds.
     judged = {n: v for n, v in off.items() if len(seen_values[n]) >= 3}
     if off and not judged:
         pytest.skip(f"too disturbed to judge: {sorted(off)} off in fewer than three undisturbed attempts each: {off}")

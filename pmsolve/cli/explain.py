@@ -13,7 +13,7 @@ from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
 from pmsolve.formats import parse_json_text, read_text_file
 from pmsolve.infer.explain.shared import text as shared_text
 from pmsolve.infer.explain.witnesses import Explanation
-from pmsolve.jobs.report import queues_text
+from pmsolve.jobs.report import queues_chosen
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -82,8 +82,8 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
         if (ex.get("shared") or {}).get("resources"):
             print("shared resources (schemes hold them for a time per copy, adding up):\n  "
                   + shared_text(ex["shared"]).replace("\n", "\n  "))
-        if (ex.get("queues") or {}).get("chosen"):
-            print("scheduling queues" + queues_text(ex["queues"])[len("; scheduling queues"):])
+        if chosen := queues_chosen(ex.get("queues")):
+            print(f"scheduling queues {chosen}")
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +
               "; ".join(f"{b} [{','.join(q)}]" for b, q in ex.get("blocking", {}).get("suite", [])))
         for w in ex.get("warnings", []):

@@ -238,12 +238,18 @@ def shared_text(shared: dict | None) -> str:
 
 
 def queues_text(queues: dict | None) -> str:
-    """'; scheduling queues [3,5] [4,6] (38 of 800 measured experiments 5 % nearer)' or '': the split
-    of four ports into queues that the measurements chose (:mod:`pmsolve.infer.explain.queues`)."""
+    """'; scheduling queues [3,5] [4,6] (38 of 800 …)' or '': :func:`queues_chosen` in a line."""
+    chosen = queues_chosen(queues)
+    return f"; scheduling queues {chosen}" if chosen else ""
+
+
+def queues_chosen(queues: dict | None) -> str:
+    """'[3,5] [4,6] (38 of 800 measured experiments 5 % nearer, 9 farther)' or '': the split of four
+    ports into queues that the measurements chose (:mod:`pmsolve.infer.explain.queues`)."""
     row = (queues or {}).get("chosen")
     if not row:
         return ""
-    return ("; scheduling queues " + " ".join("[" + ",".join(q) + "]" for q in row["queues"])
+    return (" ".join("[" + ",".join(q) + "]" for q in row["queues"])
             + f" ({row['better']} of {row['experiments']} measured experiments 5 % nearer, {row['worse']} farther)")
 
 
@@ -266,7 +272,8 @@ def _queues(queues: dict[str, Any] | None) -> list[str]:
                    f"<td class='num'>{_e(r['experiments'])}</td><td class='num'>{100 * r['mape_before']:.2f} %</td>"
                    + (f"<td class='num'>{100 * r['mape_after']:.2f} %</td>" if r["mape_after"] is not None else
                       "<td class='muted'>none measured 5 % slower than the ports</td>")
-                   + f"<td class='num'>{_e(r['better'])}</td><td class='num'>{_e(r['worse'] if r['worse'] is not None else '–')}</td></tr>")
+                   + f"<td class='num'>{_e(r['better'])}</td>"
+                   + f"<td class='num'>{_e(r['worse'] if r['worse'] is not None else '–')}</td></tr>")
     out.append("</table>")
     if chosen and chosen.get("witnesses"):
         out.append("<p>Witnesses of the kept split: " + "; ".join(

@@ -60,7 +60,8 @@ def mixes(model: ModelledMapping, split: tuple[frozenset[str], frozenset[str]], 
     mine = [(i, us) for i, us in mapped if all(u.ports <= four for u in us)]
     confined = [i for i, us in mine if any(u.ports <= split[0] or u.ports <= split[1] for u in us)]
     spanning = [i for i, us in mine if any(u.ports & split[0] and u.ports & split[1] for u in us)]
-    other = [i for i, _ in mapped if i not in set(confined) | set(spanning)]
+    mixed = set(confined) | set(spanning)
+    other = [i for i, _ in mapped if i not in mixed]
     if not confined or not spanning:
         return []
     rng = random.Random(seed)
@@ -94,9 +95,11 @@ def find(model: ModelledMapping, measured: Mapping[Experiment, float], r_max: fl
     tried: list[dict[str, Any]] = []
     best: dict[str, Any] | None = None
     for four in sets:
+        on_four = Queues(splits(four)[0])     # a copy's µops on the four ports: alike for every split
+        streams = {e: on_four.stream(model.ports_for(e), e) for e in known}
         for split in splits(four):
             q = Queues(split, width, cycles=CYCLES)
-            exps = sorted((e for e in known if q.matters(q.stream(model.ports_for(e), e))), key=str)
+            exps = sorted((e for e in known if q.matters(streams[e])), key=str)
             mine = [e for e in exps if e in own]     # the stage's own mixes all count, then a sample
             rest = [e for e in exps if e not in own]
             exps = mine + random.Random(0).sample(rest, min(len(rest), max(0, SAMPLE - len(mine))))
@@ -109,7 +112,7 @@ def find(model: ModelledMapping, measured: Mapping[Experiment, float], r_max: fl
                               "mape_before": float((np.abs(p - y) / y).mean()), "mape_after": None,
                               "better": 0, "worse": None, "witnesses": []})
                 continue
-            s = np.array([float(q.time(model.ports_for(e), e)) for e in exps])
+            s = np.array([float(q.time_of(streams[e])) for e in exps])
             t = np.maximum(p, s)
             before, after = np.abs(p - y) / y, np.abs(t - y) / y
             row = {"queues": [sort_ports(x) for x in split], "experiments": len(exps), "own": len(mine),
