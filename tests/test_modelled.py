@@ -334,6 +334,30 @@ def test_uops_that_the_singleton_contradicts_are_scaled_down_until_it_allows_the
     assert fit_alone([(f({"0"}), 4), (f({"2", "3"}), 1)], Fraction(1)) == [(f({"0"}), 1), (f({"2", "3"}), 1)]
 
 
+def test_a_misfits_evidence_is_what_the_whole_model_predicts_on_its_experiments_mode_included():
+    """complete judges each candidate on a mapping cut down to the schemes of the misfit's
+    experiments (the whole --all mapping per candidate took minutes); the evidence it records
+    must be what the returned model predicts there, a mode's trigger among them included."""
+    from pmsolve.infer.explain.complete import WITHIN, complete
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    mapping = PortMapping(PORTS, {"a": [(f({"0", "1"}), 1)], "t": [(f({"2"}), 1)], "b": [(f({"3"}), 1)],
+                                  "far": [(f({"2", "3"}), 1)]})
+    mode = Mode("1", f({f({"0", "1"})}), f({"t"}), f({"a", "x"}))
+    measured = {Experiment({"x": 1}): 1.0, Experiment({"x": 1, "a": 2}): 1.5, Experiment({"x": 1, "a": 2, "t": 1}): 3.0,
+                Experiment({"x": 2, "t": 1}): 2.0, Experiment({"x": 1, "b": 3}): 3.0, Experiment({"x": 2, "a": 1}): 2.0,
+                Experiment({"far": 4}): 2.0}
+    odd = Misfit("outside the model", "slower alone than its µops", found=((("0", "1"), 1),))
+    model, _ = complete(mapping, {**{i: Explanation() for i in mapping.uops}, "x": Explanation(misfit=odd)},
+                        {"x": {"tp": 1.0}}, measured, 4, mode)
+    assert model.mode == mode and model.schemes["x"].kind == "ports + cost"
+    judged = [(e, t) for e, t in measured.items() if "x" in e]
+    errors = [abs(float(p) - t) / t for p, (_, t) in zip(model.evaluate_many([e for e, _ in judged], 4), judged)]
+    assert model.schemes["x"].evidence == (sum(err <= WITHIN for err in errors), len(judged))
+    assert model.inverse_throughput(Experiment({"x": 1, "a": 2, "t": 1}), 4) == 3   # the mode decides one of them
+
+
 def test_a_few_too_fast_samples_among_many_do_not_lower_a_cost():
     """Zen 3's vsqrtps ymm, m256: 5.0 cycles in 36 of its 38 experiments, 1.5 and 2.1 in two,
     which made its cost 2.1 and under-predicted a mix at 4.9 cycles by 58 %; its dividers
