@@ -46,7 +46,10 @@ the longer, which the model says, *serialises* and is kept out (its own cost, as
 ``btc m64`` 7.28, ``bt m64`` 7.15 beside ten ``mov r64, imm32`` (sum 7.5, longer 5.0), where
 ``vdivpd zmm`` takes 16.0 beside thirty (sum 23.5). The model has a serialising scheme hold the
 front end (:class:`~pmsolve.modelled.ModelledMapping`): beside a divider ``btc m64`` takes the
-divider's time (6.0 with ``vdivps ymm``), not the sum.
+divider's time (6.0 with ``vdivps ymm``), not the sum. It delivers the rest in whole cycles
+between its copies, so a candidate is also measured beside one filler instruction, where it must
+take nearer that whole cycle more than nothing (``btc m64`` 6.0 for 5 alone; the Zen 4's
+``shrd r16, r16, i8``, 1.5 alone and nearer the sum beside the filler, is no such microcode).
 
 Non-temporal stores are no such resource either: they run at the speed of the write-combining
 buffers and the memory behind them, not of anything in the core (the Zen 4's ``vmovntpd m256,
