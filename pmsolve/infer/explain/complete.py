@@ -89,7 +89,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         # them alike and is built in time proportional to them, not to the whole ISA (--all's
         # 3,600 mapped schemes, a whole mapping per candidate: minutes); a mapping needs one
         # scheme at least, and one outside the experiments changes nothing
-        near = (mapping.restrict(sorted({n for e, _ in exps for n in e if n != i}) or list(mapping.uops)[:1])
+        near = (mapping.restrict(sorted({n for e, _ in exps for n in e if n != i}) or [next(iter(mapping.uops))])
                 if mapping is not None else None)
         for kind, us in cands:
             trial = with_models(near, {i: SchemeModel(kind, cost=cost, uops=_canon(us), alone=alone)}, mode)

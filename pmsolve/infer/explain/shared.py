@@ -63,8 +63,8 @@ At most :data:`ROUNDS` resources, each round measures every pending slow scheme 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pmsolve.infer.explain.options import ExplainOptions
@@ -185,7 +185,7 @@ def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledM
     one = min(fill)
     checks = [Experiment({i: 1, one: 1}) for i in out]
     for i, (e, t, m) in zip(list(out), _pairs(measure, model, r_max, checks)):
-        held = float(alone[i]) + math.ceil(model.slots_of(Experiment({one: 1})) / r_max)
+        held = float(replace(model, serial=frozenset({i})).inverse_throughput(e, r_max))   # the rule's own time
         if not (t == t and t - m > (held - m) / 2):
             del out[i]
     return out
