@@ -334,6 +334,30 @@ def test_uops_that_the_singleton_contradicts_are_scaled_down_until_it_allows_the
     assert fit_alone([(f({"0"}), 4), (f({"2", "3"}), 1)], Fraction(1)) == [(f({"0"}), 1), (f({"2", "3"}), 1)]
 
 
+def test_a_misfits_uops_that_the_characterisation_missed_are_added_where_its_experiments_show_them():
+    """The characterisation stops at the first blocked set where a misfit misbehaves: Zen 4's
+    ``xor m32, r32`` came out 1×[0,1,2,3] without its load. Here x is 1×[0,1] + 1×[2,3] and was
+    found with 1×[0,1] only: its experiments beside b on [2,3] ran slower than that allows, and the
+    model must take the missing µop from them, not leave those mixes a cycle short."""
+    from pmsolve.infer.explain.complete import complete
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    truth = PortMapping(PORTS, {"a": [(f({"0", "1"}), 1)], "b": [(f({"2", "3"}), 1)], "c": [(f({"0"}), 1)],
+                                "x": [(f({"0", "1"}), 1), (f({"2", "3"}), 1)]})
+    oracle = SimulatedOracle(truth, r_max=4)
+    mapping = PortMapping(PORTS, {i: truth.uops[i] for i in "abc"})
+    seen = [Experiment({"x": 1}), Experiment({"x": 1, "a": 2}), Experiment({"x": 1, "b": 2}),
+            Experiment({"x": 2, "b": 2}), Experiment({"x": 1, "c": 2})]
+    measured = dict(zip(seen, oracle.measure(seen)))
+    odd = Misfit("outside the model", "its experiments beside b ran slower than its µops allow", found=((("0", "1"), 1),))
+    model, _ = complete(mapping, {**{i: Explanation() for i in "abc"}, "x": Explanation(misfit=odd)},
+                        {"x": {"tp": measured[seen[0]]}}, measured, 4)
+    assert model.schemes["x"].uops == ((("0", "1"), 1), (("2", "3"), 1)) and model.schemes["x"].evidence == (5, 5)
+    mixes = [Experiment({"x": 1, "b": 3}), Experiment({"x": 2, "a": 1, "b": 1}), Experiment({"x": 3})]
+    assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
+
+
 def test_a_misfits_evidence_is_what_the_whole_model_predicts_on_its_experiments_mode_included():
     """complete judges each candidate on a mapping cut down to the schemes of the misfit's
     experiments (the whole --all mapping per candidate took minutes); the evidence it records

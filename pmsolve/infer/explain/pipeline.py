@@ -292,7 +292,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                     lambda: {i: x.to_json() for i, x in certify(orc, orc.known(), explanations, say).items()})
         explanations.update({i: Explanation.from_json(x) for i, x in got.items()})
     summary["certified"] = sorted(i for i, x in explanations.items() if x.misfit is not None and x.misfit.certificate)
-    mapping = _final_mapping(bmap, explanations, [p for u in units for p in ports_of(u)])
+    unit_ports = frozenset(p for u in units for p in ports_of(u))
+    mapping = _final_mapping(bmap, explanations, sorted(unit_ports))
     ambiguous = sorted(i for i, x in explanations.items() if x.misfit is None and x.alternatives)
     if ambiguous:
         warnings.append(f"{len(ambiguous)} mapped scheme(s) have other placements of their µops that fit every "
@@ -300,7 +301,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                         f"each is mapped to the widest, the others are listed with it (`alternatives`)")
         say("warning: " + warnings[-1])
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
-    model, unpredicted = complete(mapping, explanations, single, measured, r_max, mode)
+    model, unpredicted = complete(mapping, explanations, single, measured, r_max, mode, unit_ports)
     if mode is not None:
         got = stage("mode schemes", lambda: modes.each(orc.measure, model, summary["mode"]["trigger"],
                                                          [b for b, _ in suite], r_max))
@@ -312,7 +313,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         trigger = summary["mode"]["trigger"] if mode is not None else None
         got = stage(f"shared ({o.characterisation_key()})",
                     lambda: _shared(orc, model, {i: (single.get(i) or {}).get("tp") for i in model.schemes},
-                                    r_max, o, say, trigger, frozenset(p for u in units for p in ports_of(u)), bmap))
+                                    r_max, o, say, trigger, unit_ports, bmap))
         model = ModelledMapping(model.mapping, model.schemes, model.mode, shared.resources(got, model),
                                 frozenset(i for i, *_ in got.get("serial", ())))
         model = rescored(model, measured, r_max, model.serial)
