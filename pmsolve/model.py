@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations_with_replacement
-from typing import Iterable, Iterator, Mapping
+from typing import Container, Iterable, Iterator, Mapping
 
 from pmsolve.errors import UnknownNameError, ValidationError
 
@@ -147,6 +147,16 @@ class Experiment:
                 if joined in known or joined.rpartition(":")[0].strip() in known:
                     return joined, j
         return pieces[k].strip(), k + 1
+
+    def restricted(self, keep: Container[str]) -> "Experiment | None":
+        """The part of this experiment on the schemes in ``keep``, or None when none is (no
+        second validation: the evaluators build one per experiment and call)."""
+        counts = tuple((i, n) for i, n in self.counts if i in keep)
+        if not counts:
+            return None
+        part = object.__new__(Experiment)
+        object.__setattr__(part, "counts", counts)
+        return part
 
     def __iter__(self) -> Iterator[str]:
         return (insn for insn, _ in self.counts)

@@ -382,8 +382,7 @@ class ModelledMapping:
             raise UnknownNameError(f"unknown instruction(s) {unknown[:5]} in experiment {e}")
 
     def _port_part(self, e: Experiment) -> Experiment | None:
-        counts = {i: n for i, n in e.items() if i in self.on_ports}
-        return Experiment(counts) if counts else None
+        return e.restricted(self.on_ports)
 
     def slots_of(self, e: Experiment) -> int:
         """The front-end slots of ``e``: Σ n_i·slots_i (|e| when every scheme takes one)."""
