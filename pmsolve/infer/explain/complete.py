@@ -125,18 +125,18 @@ def refine(uops: list[tuple[frozenset[str], int]], judge: Callable[[list[tuple[f
     before. ``judge`` gives the signed relative errors of µops. µops that make the scheme by itself
     slower than its ``cost`` (by more than WITHIN) are not tried: experiments with it ran that fast
     (:func:`bound`; Zen 3's ``vdivps`` takes 3.5 cycles beside one instruction, 3.0 in mixes, and
-    the pairs, most of its experiments, would otherwise charge it 3.5 on the divider). The characterisation finds a
-    misfit's µops on the blocked sets where it first misbehaved and stops there: Zen 4's ``xor
-    m32, r32`` came out 1×[0,1,2,3] without its load (27 of its 45 experiments with the load
-    µop, 23 without), ``bts r16, r16`` with a load µop it does not have (45 of 60, 33 with it).
-    Returns the hits and the µops."""
+    the pairs, most of its experiments, would otherwise charge it 3.5 on the divider). The
+    characterisation finds a misfit's µops on the blocked sets where it first misbehaved and
+    stops there: Zen 4's ``xor m32, r32`` came out 1×[0,1,2,3] without its load (27 of its 45
+    experiments with the load µop, 23 without), ``bts r16, r16`` with a load µop it does not have
+    (45 of 60, 33 with it). Returns the hits and the µops."""
     left, err = dict(uops), judge(uops)
     for _ in range(steps):
         tries = []
         if np.any(err < -WITHIN):
             tries += [t for q in sets if _own(t := {**left, q: left.get(q, 0) + 1}) <= cost * (1 + WITHIN)]
         if np.any(err > WITHIN):
-            tries += [{r: n - (r == q) for r, n in left.items() if n - (r == q) > 0} for q in left]
+            tries += [_one_fewer(left, q) for q in left]
         if not tries:
             break
         errs = [judge(list(t.items())) for t in tries]
@@ -150,6 +150,11 @@ def refine(uops: list[tuple[frozenset[str], int]], judge: Callable[[list[tuple[f
 def _score(err: np.ndarray) -> tuple[int, float]:
     """Experiments within WITHIN, and minus the mean relative error."""
     return int(np.sum(np.abs(err) <= WITHIN)), -float(np.mean(np.abs(err)))
+
+
+def _one_fewer(us: Mapping[frozenset[str], int], q: frozenset[str]) -> dict[frozenset[str], int]:
+    """µops ``us`` with one fewer on ``q``."""
+    return {r: n - (r == q) for r, n in us.items() if n - (r == q) > 0}
 
 
 def _own(us: Mapping[frozenset[str], int]) -> Fraction:
@@ -216,13 +221,8 @@ def fit_alone(uops: list[tuple[frozenset[str], int]], alone: Fraction) -> list[t
     count, then the smallest port set). Zen 3's ``add m16, i16``: 1×[0,1,2,3] + 1×[4,5,6] +
     1×[5,6] is 0.667 cycles by itself, measured 0.5625; without the 1×[5,6], 0.333."""
     left = dict(uops)
-    own = _own
-
-    def without(q: frozenset[str]) -> dict[frozenset[str], int]:
-        return {r: n - (r == q) for r, n in left.items() if n - (r == q) > 0}
-
-    while left and own(left) > alone * (1 + WITHIN):
-        left = without(min(left, key=lambda q: (own(without(q)), -left[q], len(q), sort_ports(q))))
+    while left and _own(left) > alone * (1 + WITHIN):
+        left = _one_fewer(left, min(left, key=lambda q: (_own(_one_fewer(left, q)), -left[q], len(q), sort_ports(q))))
     return list(left.items())
 
 
