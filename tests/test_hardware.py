@@ -450,6 +450,25 @@ def test_the_variants_run_untimed_before_the_first_round_so_calibration_and_kern
     assert all(k > 0 for _, k in cold.log)      # a kernel run for 0 iterations loops 2^64 times
 
 
+def test_the_calibration_and_references_run_for_their_own_shorter_time_and_the_variants_for_theirs():
+    """The calibration chain and the reference kernels took 60 % of the worker's time when they
+    ran as long as the variants (40,000 ticks): they run ``reference_ticks``, the variants
+    ``target_ticks``, and the values stay exact. A store keyed before the field existed (the
+    same ticks for both) keeps its key; the shorter rule is a key of its own."""
+    req = {"calibration": "cal", "references": [("ref_alu", 200)], "variants": [("k_u3", 3)],
+           "rounds": 3, "target_ticks": 40_000, "reference_ticks": 10_000}
+    ex = _Log()
+    out = ex.measure(req)
+    timed = {name: {k for nm, k in ex.log if nm == name} - {16, 64} for name in ("cal", "ref_alu", "k_u3")}
+    for name, ticks in (("cal", 10_000), ("ref_alu", 10_000), ("k_u3", 40_000)):   # 16, 64: iterations' probes
+        n = ex.iterations(name, ticks)
+        assert timed[name] == {n, 2 * n}
+    assert out["samples"]["k_u3"] == pytest.approx([4.0] * 3, rel=1e-6)
+    assert all(r["ref_alu"] == pytest.approx(0.25, rel=1e-6) for r in out["reference"])
+    old = HarnessSettings(reference_ticks=HarnessSettings().target_ticks).key()
+    assert "reference_ticks" not in old and old.keys() | {"reference_ticks"} == HarnessSettings().key().keys()
+
+
 class _Burst(_Log):
     """The reference kernel runs twice as slow for its ``slow``-th sample (counted from 1)."""
 

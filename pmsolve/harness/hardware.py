@@ -95,6 +95,8 @@ class HarnessSettings:
     rounds: int = 5
     unroll_targets: tuple[int, ...] = (40, 80, 200)
     target_ticks: int = 40_000          # TSC ticks per timed run of n iterations (~16 µs at 2.4 GHz)
+    reference_ticks: int = 15_000       # the same for the calibration chain and the reference kernels: they
+    #                                    took 60 % of the worker's time at 40,000 (benchmarks/RESULTS.md §1.24)
     noise_tolerance: float = 0.02       # relative spread / reference deviation that triggers re-measuring
     max_retries: int = 2               # immediate re-measurements of a noisy experiment
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
@@ -121,6 +123,8 @@ class HarnessSettings:
     def key(self) -> dict:
         d = asdict(self)
         d["unroll_targets"] = list(self.unroll_targets)
+        if d["reference_ticks"] == d["target_ticks"]:   # the rule before the field: stores keep their key
+            del d["reference_ticks"]
         return d
 
 
@@ -343,6 +347,7 @@ class HardwareOracle:
         req = {"op": "measure", "calibration": CALIBRATION,
                "references": [(name, REFERENCE_COUNT) for name in REFERENCES], "variants": variants,
                "rounds": self.settings.rounds if rounds is None else rounds, "target_ticks": self.settings.target_ticks,
+               "reference_ticks": self.settings.reference_ticks,
                "warm_runs": self.settings.warm_runs, "separate_rounds": self.settings.separate_rounds}
         if baseline is not None and self.settings.gate_seconds > 0:
             req["gate"] = {"baseline": dict(baseline), "tol": self.settings.noise_tolerance,

@@ -63,8 +63,9 @@ def open_oracle(spec: str) -> Oracle:
 
 
 def _hardware(path: str, options: dict[str, str]) -> HardwareOracle | CachingOracle:
-    """``hardware:STORE[?rounds=..&target_ticks=..&noise_tolerance=..&max_retries=..]`` (``-``: no store)."""
-    known = {"rounds": int, "target_ticks": int, "noise_tolerance": float, "max_retries": int}
+    """``hardware:STORE[?rounds=..&target_ticks=..&reference_ticks=..&noise_tolerance=..&max_retries=..]``
+    (``-``: no store)."""
+    known = {"rounds": int, "target_ticks": int, "reference_ticks": int, "noise_tolerance": float, "max_retries": int}
     unknown = set(options) - set(known)
     if unknown:
         raise ValidationError(f"hardware oracle: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")

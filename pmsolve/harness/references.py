@@ -34,7 +34,7 @@ def reference_bursts(settings: HarnessSettings, samples: int = 300,
         count[name] = len([line for line in text.splitlines() if line.strip()])
     ex = Executor()
     ex.load(*assemble(support))
-    n = {name: ex.iterations(name, settings.target_ticks) for name in support}
+    n = {name: ex.iterations(name, settings.reference_ticks) for name in support}
     while True:
         got: dict[str, list[float]] = {name: [] for name in count}
         for _ in range(samples):

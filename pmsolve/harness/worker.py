@@ -115,8 +115,9 @@ class Executor:
         target = req["target_ticks"]
         gate = req.get("gate")
         warm = req.get("warm_runs", 0)
-        n_cal = self.iterations(cal, target)
-        n_ref = {name: self.iterations(name, target) for name, _ in refs_req}
+        short = req.get("reference_ticks", target)   # the calibration chain and the reference kernels
+        n_cal = self.iterations(cal, short)
+        n_ref = {name: self.iterations(name, short) for name, _ in refs_req}
         variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         ratios: list[float] = []
