@@ -16,7 +16,10 @@
    calibration of the round before (timing version 5) and rounds that each warm the variants
    and calibrate on their own (version 4); printed as in 2, and how far the two rules' values
    are apart.
-4. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
+4. Reference ticks (``HarnessSettings.reference_ticks``): the same, the calibration chain and the
+   reference kernels timed for 15,000 TSC ticks (the rule since 2026-12-02) and for 40,000, as
+   long as the variants (before).
+5. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
 """
@@ -112,7 +115,9 @@ def main() -> int:
     ab = {"gate": interleaved(args.experiments // 2, 2, {"gate": HarnessSettings(),
                                                           "no gate": HarnessSettings(gate_seconds=0.0)}),
           "rounds": interleaved(args.experiments // 2, 3, {"carried": HarnessSettings(),
-                                                           "separate": HarnessSettings(separate_rounds=True)})}
+                                                           "separate": HarnessSettings(separate_rounds=True)}),
+          "reference ticks": interleaved(args.experiments // 2, 4, {"15,000": HarnessSettings(),
+                                                                    "40,000": HarnessSettings(reference_ticks=40_000)})}
     if args.no_job:
         print(json.dumps({"throughput": tp, **ab}, indent=1) if args.json else _ab_text(tp, ab))
         return 0
