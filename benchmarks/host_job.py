@@ -62,24 +62,35 @@ def throughput(n: int, seed: int) -> dict:
     return out
 
 
-def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings]) -> dict:
-    """The same experiments measured twice by each route, the routes interleaved: experiments
-    per second of each, how far its two passes disagree, and how far the routes' values are
-    apart (each route's two passes averaged)."""
+def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings], chunk: int = 10) -> dict:
+    """The same experiments measured twice by each route, the routes interleaved in chunks of
+    ``chunk`` experiments (every route's worker alive throughout, the order within a chunk
+    alternating), so that a neighbour's burst of a few seconds falls on every route alike: whole
+    passes in turn gave one route the burst (on the Zen 4 VM, 2026-12-02: 95 % of one route's time
+    waiting for quiet references). Experiments per second of each route, how far its two passes
+    disagree, and how far the routes' values are apart (each route's two passes averaged)."""
     names = profiles.choose(load_catalogue(), "quick")
     rng = random.Random(seed)
     exps = list({Experiment([rng.choice(names) for _ in range(rng.randint(1, 4))]): None for _ in range(n)})
-    runs: dict[str, list[list[float]]] = {r: [] for r in routes}
+    runs: dict[str, list[list[float]]] = {r: [[], []] for r in routes}
     seconds = {r: 0.0 for r in routes}
     waited = {r: 0.0 for r in routes}   # by the worker's gate, for quiet reference kernels
-    for _ in range(2):
-        for route, settings in routes.items():
-            with HardwareOracle(names, settings, on_error="nan") as oracle:
-                oracle.measure([Experiment({names[0]: 1})])
-                t, w = time.perf_counter(), oracle.waited
-                runs[route].append(oracle.measure(exps))
-                seconds[route] += time.perf_counter() - t
-                waited[route] += oracle.waited - w
+    oracles = {r: HardwareOracle(names, settings, on_error="nan") for r, settings in routes.items()}
+    try:
+        for oracle in oracles.values():
+            oracle.measure([Experiment({names[0]: 1})])
+        for p in range(2):
+            for c in range(0, len(exps), chunk):
+                order = list(routes) if (c // chunk + p) % 2 == 0 else list(routes)[::-1]
+                for route in order:
+                    oracle = oracles[route]
+                    t, w = time.perf_counter(), oracle.waited
+                    runs[route][p] += oracle.measure(exps[c:c + chunk])
+                    seconds[route] += time.perf_counter() - t
+                    waited[route] += oracle.waited - w
+    finally:
+        for oracle in oracles.values():
+            oracle.close()
     out: dict = {"experiments": len(exps)}
     for route, (a, b) in runs.items():
         n, median, share = _apart(a, b)
