@@ -17,8 +17,8 @@
    and calibrate on their own (version 4); printed as in 2, and how far the two rules' values
    are apart.
 4. Reference ticks (``HarnessSettings.reference_ticks``): the same, the calibration chain and the
-   reference kernels timed for 15,000 TSC ticks (the rule since 2026-12-02) and for 40,000, as
-   long as the variants (before).
+   reference kernels timed for their own ticks (15,000 since 2026-12-02) and as long as the
+   variants (``target_ticks``, the rule before).
 5. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
@@ -127,8 +127,10 @@ def main() -> int:
                                                           "no gate": HarnessSettings(gate_seconds=0.0)}),
           "rounds": interleaved(args.experiments // 2, 3, {"carried": HarnessSettings(),
                                                            "separate": HarnessSettings(separate_rounds=True)}),
-          "reference ticks": interleaved(args.experiments // 2, 4, {"15,000": HarnessSettings(),
-                                                                    "40,000": HarnessSettings(reference_ticks=40_000)})}
+          "reference ticks": interleaved(args.experiments // 2, 4, {
+              f"{HarnessSettings().reference_ticks:,}": HarnessSettings(),
+              f"{HarnessSettings().target_ticks:,}":
+                  HarnessSettings(reference_ticks=HarnessSettings().target_ticks)})}
     if args.no_job:
         print(json.dumps({"throughput": tp, **ab}, indent=1) if args.json else _ab_text(tp, ab))
         return 0
