@@ -39,6 +39,11 @@ from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
 
 CALIBRATION = "pmsolve_cal"
+#: 200 dependent register-register adds, one core cycle each on every x86 core. Not ``add $1, %rax``:
+#: Golden Cove and later Intel cores fold dependent adds of small immediates at rename (an
+#: Emerald Rapids runs such a chain at ~1/3 cycle per add), which made every measured value there
+#: 3-9x too large (benchmarks/RESULTS.md §1.25).
+CALIBRATION_CHAIN = "\n".join(["    addq %rbx, %rax"] * 200)
 #: experiments in a row that stay noisy through every attempt before the baseline is taken again
 STALE_AFTER = 8
 #: samples of the reference kernels from which their undisturbed speed is taken, and how many
@@ -102,10 +107,11 @@ class HarnessSettings:
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 4             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128;
     #                                    4: zmm16-31 loaded in full only for bodies naming a zmm register
-    timing_version: int = 5            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
+    timing_version: int = 6            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
     #                                    4: the fastest steady variant, a clean attempt over a noisy one
     #                                    5: a round opens with the closing calibration of the one before
+    #                                    6: the calibration chain adds a register, not an immediate
     allocation_version: int = 11       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
@@ -234,7 +240,7 @@ class HardwareOracle:
 
     # -- internals
     def _support_kernels(self) -> dict[str, str]:
-        kernels = {CALIBRATION: "\n".join(["    addq $1, %rax"] * 200)}
+        kernels = {CALIBRATION: CALIBRATION_CHAIN}
         for name, scheme in REFERENCES.items():
             s = self.catalogue[scheme]
             kernels[name] = "\n".join("    " + i.text() for i in allocate(body({s: 1}, REFERENCE_COUNT)))
