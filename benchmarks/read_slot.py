@@ -1,10 +1,10 @@
-"""Where the harness's loads point decides mixes of loads and stores (allocation version 11).
+"""Where the harness's loads point decides mixes of loads and stores (allocation versions 11 and 12).
 
-    python benchmarks/read_slot.py [--slots 32,800,1568] [--passes 2] [MIX ...]
+    python benchmarks/read_slot.py [--slots 0,512,1536] [--passes 2] [MIX ...]
 
 A MIX is ``scheme:count,scheme:count``. Measures each mix through the hardware oracle with the
-block's first read-only slot at each offset from r14 (the others 64 bytes below it; the written
-copies start at 2048 as always), every offset in its own oracle, ``--passes`` times. A Zen 4
+block's read-only slots starting at each offset from r14 (the others next to it, as
+``allocation.READ_REGION`` lays them out; the written copies start at 2048 as always), every offset in its own oracle, ``--passes`` times. A Zen 4
 held loads at 32 back behind the store at 2080 (docs/memory-layout.md, "Loads beside stores").
 Nothing is stored.
 """
@@ -33,7 +33,7 @@ def parse(mix: str) -> Experiment:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mixes", nargs="*", default=DEFAULT)
-    ap.add_argument("--slots", default="32,800,1568", help="offsets of the first read slot, comma-separated")
+    ap.add_argument("--slots", default="0,512,1536", help="offsets of the first read slot, comma-separated")
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args()
     reason = available()
@@ -44,9 +44,7 @@ def main() -> int:
     names = sorted({n for e in exps for n in e})
     print(f"{'slot':>5}  cycles per copy, one column per pass: mix")
     for first in (int(x) for x in args.slots.split(",")):
-        slots = tuple(f"{first - i * allocation.MEM_SLOT_STRIDE}(%{allocation.MEM_BASE})"
-                      for i in range(allocation.MEM_SLOTS) if first - i * allocation.MEM_SLOT_STRIDE >= 0)
-        allocation.memory_slots = lambda schemes, slots=slots: slots
+        allocation.READ_REGION = (first, first + 512)
         got: list[list[float]] = [[] for _ in exps]
         with HardwareOracle(names, on_error="nan") as hw:
             for _ in range(args.passes):

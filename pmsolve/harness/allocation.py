@@ -25,8 +25,8 @@ operand is in the block, the pool is ``vec0``-``vec15`` (VEX cannot encode more)
 one candidate list serves every operand of the pool and Alg. 3.1 is unchanged. Mask operands
 (``k`` operands and write masks ``{%k1}``) draw from ``k1``-``k7``: ``k0`` is never allocated,
 because as a write mask it means "no masking". When a block has a 512-bit memory operand, the
-memory slots are ``64 i(%r14)`` (64-byte aligned and disjoint, so no zmm access splits a cache
-line or overlaps another slot); otherwise they stay at ``32 + 64 i(%r14)``.
+memory slots are 64-byte aligned and disjoint, so no zmm access splits a cache line or overlaps
+another slot.
 
 Memory that is written (write-only and read-written operands) is laid out the way compiled code
 writes it: **packed, in program order**. Each written operand takes the next slot of its own
@@ -41,17 +41,19 @@ own as this harness had it; a plain store 0.50 either way when all copies hit on
 independent figures agree with packed: uops.info and InstLatX64 measure neighbouring addresses,
 and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over many lines are
 slower than any port mapping of this layout says (``docs/memory-layout.md`` has the probe figures).
-Read-only operands take slots 64 bytes apart in the lower half, as few as the most demanding
-scheme needs (Alg. 3.1's small ``O_R``): every copy of a load reads the same address, as
-uops.info's benchmarks do. The first slots are at 768 and below, so that a load shares neither
-its low 12 nor its low 10 address bits with the stores of the (at most 512-byte) written span and
-sits over 1 KiB below it: on a Zen 4 a block of two ``mov [m64], r64``, one ``mov r64, [m64]`` and
-two ``add r64, imm32`` ran 4.0 cycles with the load at offset 32 (the fifth copy's store at 2048 +
-32) and 1.07 with it elsewhere, and zmm loads on the line just below the written span ran up to
-1.4x slower than at 768 (allocation version 11; ``docs/memory-layout.md``). Loads
-that rotated over 31 slots, each on its own line at the same offset, ran three per cycle at
-0.38-0.40 cycles on a Zen 3 where one address (or neighbouring ones) gives 0.333: the lines'
-equal offsets meet in one L1 bank (``docs/memory-layout.md``).
+Read-only operands rotate over ``READ_ROTATION`` (8) neighbouring slots of the block's widest read
+(at least 8 bytes, aligned to it) in ``READ_REGION``, [512, 1024): consecutive copies of a load read
+neighbouring addresses, as loops over arrays, locals and structure fields do (allocation version
+12). One address for every copy (versions 5-11, as uops.info measures) runs three GPR loads a
+cycle on a Zen 3 but only two on an Emerald Rapids (0.44-0.53 cycles for ``mov r64, [m64]``,
+0.33 at neighbouring addresses, an independent gcc probe of 2026-12-05); 31 lines at one offset
+ran 0.38-0.40 on the Zen 3 (the equal offsets meet in one L1 bank) where neighbouring addresses
+give 0.333 there too (``docs/memory-layout.md``). The region shares neither its low 12 nor its
+low 10 address bits with the stores of the (at most 512-byte) written span at 2048 and sits 1 KiB
+below it: on a Zen 4 a block of two ``mov [m64], r64``, one ``mov r64, [m64]`` and two ``add r64,
+imm32`` ran 4.0 cycles with the load at offset 32 (the fifth copy's store at 2048 + 32) and 1.07
+with it elsewhere, and zmm loads on the line just below the written span ran up to 1.4x slower
+than at 768 (allocation version 11).
 """
 
 from __future__ import annotations
@@ -77,9 +79,8 @@ EVEX_VECTOR_REGS = tuple(f"vec{i}" for i in range(16, 32)) + VECTOR_REGS
 MASK_REGS = tuple(f"k{i}" for i in range(1, 8))            # k0 cannot be a write mask
 UNROLL_TARGETS = (40, 80, 200)
 OPERAND_MEMORY = 4096                                       # bytes at r14 that operands may touch
-MEM_SLOT_OFFSET, MEM_SLOT_STRIDE, MEM_SLOTS = 32, 64, 31   # read slots [r14 + (768 - 64 i) mod 2048 + 32], lower half
-WIDE_MEM_SLOT_OFFSET = 0                                   # [r14 + (768 - 64 i) mod 2048] when a block accesses 512 bits
-READ_FIRST = 768                                            # the first read slot's line (docs/memory-layout.md, "Loads beside stores")
+READ_REGION = (512, 1024)                                   # read-only slots (docs/memory-layout.md, "Loads")
+READ_ROTATION = 8                                           # neighbouring slots the copies of a load rotate over
 WRITTEN_MEMORY = (2048, OPERAND_MEMORY)                    # written operands, packed (upper half)
 WRITTEN_SPAN = 512                                          # copies repeat over this many bytes (docs/memory-layout.md)
 WRITTEN_MIN_COPIES = 4                                      # but a large copy still repeats this often, where it fits
@@ -160,15 +161,12 @@ def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
 
 
 def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
-    """The read-only memory candidates of a block: 31 slots 64 bytes apart in the lower half of
-    the page, from 768 down and then from its top (a block uses the first few: their low 10
-    address bits stay clear of the 512-byte written span's, and they are over 1 KiB below it),
-    64-byte aligned when some operand accesses more than 32 bytes (zmm), else 32 bytes into
-    their line."""
-    wide = any(o.kind == "mem" and o.width > 256 for s in schemes for o in s.operands)
-    offset = WIDE_MEM_SLOT_OFFSET if wide else MEM_SLOT_OFFSET
-    lower = WRITTEN_MEMORY[0]
-    return tuple(f"{(READ_FIRST - i * MEM_SLOT_STRIDE) % lower + offset}(%{MEM_BASE})" for i in range(MEM_SLOTS))
+    """The read-only memory candidates of a block: neighbouring slots of its widest read-only
+    operand's width (at least 8 bytes, aligned to it), filling ``READ_REGION``."""
+    width = max((_written_width(o) for s in schemes for o in s.operands if o.kind == "mem" and not o.write),
+                default=8)
+    lo, hi = READ_REGION
+    return tuple(f"{a}(%{MEM_BASE})" for a in range(lo, hi, width))
 
 
 def bit_offset(s: Scheme, o: Operand) -> bool:
@@ -266,11 +264,9 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
             if need[(pool, "R")] > len(cands):
                 raise ValidationError(f"operand allocation: the schemes need {need[(pool, 'R')]} read-only memory "
                                       f"operands, but only {len(cands)} slots are free")
-            # as few as the most demanding scheme needs, like every O_R: each copy of a load reads
-            # the same address. Rotating over all 31 (one line each, the same offset in every
-            # line) made a Zen 3 run three GPR loads per cycle at 0.38-0.40 cycles (L1 bank
-            # conflicts; 0.333 with one address, or the lines at different offsets)
-            sets[(pool, "R")] = tuple(cands[:need[(pool, "R")]])
+            # copies rotate over neighbouring addresses, as loads of arrays and locals do: one
+            # address for every copy runs two GPR loads a cycle on an Emerald Rapids, not three
+            sets[(pool, "R")] = tuple(cands[:max(need[(pool, "R")], min(READ_ROTATION, len(cands)))])
             continue
         n_r, n_w = need[(pool, "R")], need[(pool, "W")]
         n_rw_min = 1 if need[(pool, "RW")] else 0
@@ -288,7 +284,7 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
 
 
 def _written_width(o: Operand) -> int:
-    """Bytes of a written memory operand's slot: its width, at least 8, a power of two."""
+    """Bytes of a memory operand's slot: its width, at least 8, a power of two."""
     size = 8
     while size * 8 < o.width:
         size *= 2

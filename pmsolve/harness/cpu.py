@@ -68,7 +68,7 @@ MICROARCHITECTURES: dict[str, Microarchitecture] = {m.key: m for m in [
     Microarchitecture("alderlake", "Intel Alder Lake / Raptor Lake (P-core)", ("alderlake",), ("SPR",),
                       own_osaca=False),
     Microarchitecture("sapphirerapids", "Intel Sapphire Rapids / Emerald Rapids",
-                      ("sapphirerapids", "icelake-server"), ("SPR", "ICX")),
+                      ("sapphirerapids", "icelake-server"), ("SPR", "ICX"), singles="sapphirerapids.json"),
     Microarchitecture("graniterapids", "Intel Granite Rapids", ("graniterapids", "sapphirerapids"), ("SPR",),
                       own_osaca=False),
 ]}

@@ -112,7 +112,7 @@ class HarnessSettings:
     #                                    4: the fastest steady variant, a clean attempt over a noisy one
     #                                    5: a round opens with the closing calibration of the one before
     #                                    6: the calibration chain adds a register, not an immediate
-    allocation_version: int = 11       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
+    allocation_version: int = 12       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
     #                                    6: 32-bit immediates 298 (allocation.immediate)
@@ -121,6 +121,7 @@ class HarnessSettings:
     #                                    9: write-only registers rotate (allocation.WRITTEN_ROTATION)
     #                                    10: read-written vector registers keep 12 of the pool (RW_KEEP)
     #                                    11: read slots from 768 down, clear of the stores' low address bits (READ_FIRST)
+    #                                    12: loads rotate over 8 neighbouring slots in [512, 1024) (READ_REGION)
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
     separate_rounds: bool = False      # every round warms and calibrates on its own (timing version 4)
