@@ -4,9 +4,9 @@
 
 A MIX is ``scheme:count,scheme:count``. Measures each mix through the hardware oracle with the
 block's read-only slots starting at each offset from r14 (the others next to it, as
-``allocation.READ_REGION`` lays them out; the written copies start at 2048 as always), every offset in its own oracle, ``--passes`` times. A Zen 4
-held loads at 32 back behind the store at 2080 (docs/memory-layout.md, "Loads beside stores").
-Nothing is stored.
+``allocation.READ_REGION`` lays them out; the written copies start at 2048 as always), every
+offset in its own oracle, ``--passes`` times. A Zen 4 held loads at 32 back behind the store at
+2080 (docs/memory-layout.md, "Loads beside stores"). Nothing is stored.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
 def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     """The read-only memory candidates of a block: neighbouring slots of its widest read-only
     operand's width (at least 8 bytes, aligned to it), filling ``READ_REGION``."""
-    width = max((_written_width(o) for s in schemes for o in s.operands if o.kind == "mem" and not o.write),
+    width = max((_slot_width(o) for s in schemes for o in s.operands if o.kind == "mem" and not o.write),
                 default=8)
     lo, hi = READ_REGION
     return tuple(f"{a}(%{MEM_BASE})" for a in range(lo, hi, width))
@@ -283,7 +283,7 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
     return Partition(sets)
 
 
-def _written_width(o: Operand) -> int:
+def _slot_width(o: Operand) -> int:
     """Bytes of a memory operand's slot: its width, at least 8, a power of two."""
     size = 8
     while size * 8 < o.width:
@@ -304,7 +304,7 @@ def written_addresses(schemes: Sequence[Scheme]) -> list[str]:
     so a read-written slot is met again a few dozen stores later (a large copy still repeats
     ``WRITTEN_MIN_COPIES`` times where the region holds them: the chain through a slot stays short)."""
     period = _period(schemes)
-    widths = [_written_width(o) for s in schemes[:period] for o in s.operands
+    widths = [_slot_width(o) for s in schemes[:period] for o in s.operands
               if o.kind == "mem" and o.write and not o.fixed]
     if not widths:
         return []
