@@ -34,17 +34,17 @@ from pmsolve.harness.allocation import allocate, body, unroll_factors
 from pmsolve.harness.assemble import TOOLS, assemble, check_block
 from pmsolve.harness.cpu import ReferenceSingles, host_cpu, reference_singles
 from pmsolve.harness.store import machine_fingerprint
-from pmsolve.harness.worker import CAL_CHAIN
 from pmsolve.harness.worker_client import WorkerDied, WorkerProcess
 from pmsolve.isa import Catalogue, load_catalogue
 from pmsolve.model import Experiment
 
 CALIBRATION = "pmsolve_cal"
-#: CAL_CHAIN dependent register-register adds (the worker divides by that count), one core cycle
-#: each on every x86 core. Not ``add $1, %rax``: Golden Cove and later Intel cores fold dependent
+#: 200 dependent register-register adds (``worker.CAL_CHAIN``, the count the worker divides by; not
+#: imported: a package module importing the worker makes ``python -m`` warn), one core cycle each on
+#: every x86 core. Not ``add $1, %rax``: Golden Cove and later Intel cores fold dependent
 #: adds of small immediates at rename (an Emerald Rapids runs such a chain at ~1/3 cycle per add),
 #: which made every measured value there 3-9x too large (benchmarks/RESULTS.md §1.25).
-CALIBRATION_CHAIN = "\n".join(["    addq %rbx, %rax"] * CAL_CHAIN)
+CALIBRATION_CHAIN = "\n".join(["    addq %rbx, %rax"] * 200)
 #: experiments in a row that stay noisy through every attempt before the baseline is taken again
 STALE_AFTER = 8
 #: samples of the reference kernels from which their undisturbed speed is taken, and how many
