@@ -334,8 +334,12 @@ class ModelledMapping:
                 raise FormatError(f"models: {i!r} is {m.kind!r} but the mapping {'lacks' if i not in mapped else 'maps'} it")
         object.__setattr__(self, "schemes", dict(sorted(models.items())))
         extra = {i: [(frozenset(ps), n) for ps, n in m.uops] for i, m in models.items() if m.uops}
+        # without a mapping the ports are those the µops and the mode name: a mode may move a µop
+        # to a port no scheme of a cut-down model (modes._only) uses
+        named = set() if self.mode is None else {self.mode.port, *(p for q in self.mode.sets for p in q),
+                                                 *(p for _, q, n in self.mode.also for p in q | n)}
         ports = list(self.mapping.ports) if self.mapping is not None else sorted(
-            {p for us in extra.values() for ps, _ in us for p in ps})
+            {p for us in extra.values() for ps, _ in us for p in ps} | named)
         combined = PortMapping(ports, {**mapped, **extra}) if (mapped or extra) else None
         object.__setattr__(self, "_combined", combined)
         if self.mode is not None and self.mode.port not in ports:

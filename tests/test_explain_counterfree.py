@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 
 from pmsolve.cli import main
 from pmsolve.harness.simulated import SimulatedOracle
-from pmsolve.infer.explain import ExplainOptions, infer
+from pmsolve.infer.explain import ExplainOptions, infer, modes
 from pmsolve.infer.explain.witnesses import Explanation, Misfit
 from pmsolve.infer.explain.characterise import Probe, fit_uops, flooding_copies, tight_copies
 from pmsolve.infer.explain.compare import agreement
 from pmsolve.infer.explain.structure import components, pair_consistent, port_lower_bound, screen, slow_schedules
 from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import Mode, ModelledMapping, SchemeModel
 from pmsolve.throughput import batch_inverse_throughput, inverse_throughput
 
 # ----------------------------------------------------------------------------- the simulation gate
@@ -1291,6 +1292,23 @@ def test_no_mode_is_claimed_where_zmm_schemes_switch_nothing_off():
     res = infer(SimulatedOracle(_icelake_like(False), r_max=5), ExplainOptions())
     assert res.model.mode is None and res.summary["mode"]["port"] is None
     assert not agreement(_icelake_like(False), res.mapping).different
+
+
+def test_a_scheme_modelled_with_its_own_uops_is_probed_in_the_mode_on_a_port_neither_probe_scheme_uses():
+    """On the Emerald Rapids the mode stage crashed ("vaddpd_xmm_xmm_m128, µop 1: unknown ports ['1']"):
+    the scheme and the trigger were both ``ports + cost`` models, the probe's model cut down to them
+    knew only their ports, and the place the µop may move to in the mode ({1,3}) names a port of the
+    mode's set that neither uses. The probe must run and find the µop where the machine runs it."""
+    f = frozenset
+    vadd, trig = "vaddpd_xmm_xmm_xmm", "vpaddd_zmm_zmm_zmm"
+    model = ModelledMapping(PortMapping(["0", "1", "3", "6"], {"sete_r8": [(f({"6"}), 1)]}), {
+        vadd: SchemeModel("ports + cost", cost=Fraction(1, 2), uops=((("0", "3"), 1),)),
+        trig: SchemeModel("ports + cost", cost=Fraction(1), uops=((("0",), 1),))},
+        Mode("0", f({f({"0", "1", "3"})}), f({trig}), f({vadd, trig})))
+    truth = PortMapping(["0", "1", "3"], {vadd: [(f({"1", "3"}), 1)], trig: [(f({"0"}), 1)]})
+    found = modes.each(lambda es: [float(inverse_throughput(truth, e)) for e in es], model, trig, (), None)
+    assert found["unclear"] == [] and [p["scheme"] for p in found["probes"]] == [vadd]
+    assert modes.refined(model.mode, found).narrow(vadd, f({"0", "3"})) == f({"1", "3"})
 
 
 # ----------------------------------------------------------------------------- one glitchy sample
