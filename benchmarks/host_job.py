@@ -19,7 +19,9 @@
 4. Reference ticks (``HarnessSettings.reference_ticks``): the same, the calibration chain and the
    reference kernels timed for their own ticks (15,000 since 2026-12-02) and as long as the
    variants (``target_ticks``, the rule before).
-5. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
+5. The clock (``HarnessSettings.steady_clock``): the same, rounds that count only when their
+   calibrations agree (timing version 7) and rounds that count whatever the clock did (6).
+6. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
 """
@@ -127,6 +129,9 @@ def main() -> int:
                                                           "no gate": HarnessSettings(gate_seconds=0.0)}),
           "rounds": interleaved(args.experiments // 2, 3, {"carried": HarnessSettings(),
                                                            "separate": HarnessSettings(separate_rounds=True)}),
+          "clock": interleaved(args.experiments // 2, 5, {
+              "steady clock": HarnessSettings(),
+              "any clock": HarnessSettings(steady_clock=False, timing_version=6)}),
           "reference ticks": interleaved(args.experiments // 2, 4, {
               f"{HarnessSettings().reference_ticks:,}": HarnessSettings(),
               f"{HarnessSettings().target_ticks:,}":

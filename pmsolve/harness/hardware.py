@@ -108,11 +108,12 @@ class HarnessSettings:
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
     frame_version: int = 4             # 2: four reference kernels; 3: the load reference is vmovdqa xmm, m128;
     #                                    4: zmm16-31 loaded in full only for bodies naming a zmm register
-    timing_version: int = 6            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
+    timing_version: int = 7            # 2: a sample is min T(2n) − min T(n) over interleaved runs;
     #                                    3: the references after a round use its closing calibration
     #                                    4: the fastest steady variant, a clean attempt over a noisy one
     #                                    5: a round opens with the closing calibration of the one before
     #                                    6: the calibration chain adds a register, not an immediate
+    #                                    7: a round counts only when the clock held still (steady_clock)
     allocation_version: int = 12       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
@@ -126,6 +127,7 @@ class HarnessSettings:
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
     separate_rounds: bool = False      # every round warms and calibrates on its own (timing version 4)
+    steady_clock: bool = True          # a round whose calibrations disagree is taken again (worker.measure)
     gate_floor: bool = True            # no baseline far slower than this CPU's published speeds (see floored)
 
     def key(self) -> dict:
@@ -357,6 +359,8 @@ class HardwareOracle:
                "rounds": self.settings.rounds if rounds is None else rounds, "target_ticks": self.settings.target_ticks,
                "reference_ticks": self.settings.reference_ticks,
                "warm_runs": self.settings.warm_runs, "separate_rounds": self.settings.separate_rounds}
+        if self.settings.steady_clock:
+            req["clock_tol"] = self.settings.noise_tolerance / 2
         if baseline is not None and self.settings.gate_seconds > 0:
             req["gate"] = {"baseline": dict(baseline), "tol": self.settings.noise_tolerance,
                            "seconds": self.settings.gate_seconds}

@@ -27,6 +27,7 @@ KERNEL = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
 MEMORY_SIZE = 1 << 16
 CAL_CHAIN = 200  # dependent adds per calibration iteration
 PAIRS = 2        # runs of T(n) and T(2n) per sample (their minima are used)
+WARM_GAP = 0.001  # seconds without a variant after which a round warms again (timing version 7)
 
 
 def fill_memory(buf: mmap.mmap) -> None:
@@ -109,41 +110,74 @@ class Executor:
         the variants and takes an opening calibration of its own; the others open with the
         closing calibration of the round before, taken right after its variants at their clock.
         With ``req["separate_rounds"]`` every round warms and calibrates on its own (the rule
-        before timing version 5, which spent about half the worker's time on it)."""
+        before timing version 5, which spent about half the worker's time on it).
+
+        With ``req["clock_tol"]`` (timing version 7) a round counts only when the clock held
+        still: its opening and closing calibrations agree within ``clock_tol``, and so do the
+        calibrations before and after the reference kernels that judge it. A clock that changes
+        between a calibration and the kernel it converts shifts every kernel after the change by
+        one factor (on an Emerald Rapids VM the core stepped between 3.0 and 4.0 GHz every few
+        milliseconds: references read 1.33x slow or 0.75x fast, the gate waited 94 % of the
+        time for "quiet" references although nothing shared the core, and a round that spanned
+        a step still counted when the references after it agreed with its closing calibration).
+        Such a round is taken again at once, without the wait that disturbed references start;
+        the next round opens with the latest calibration, and warms again only when no variant
+        ran for ``WARM_GAP`` seconds."""
         fill_memory(self.memory)
         cal, refs_req = req["calibration"], req["references"]
         target = req["target_ticks"]
         gate = req.get("gate")
         warm = req.get("warm_runs", 0)
+        clock = req.get("clock_tol")
         short = req.get("reference_ticks", target)   # the calibration chain and the reference kernels
         n_cal = self.iterations(cal, short)
         n_ref = {name: self.iterations(name, short) for name, _ in refs_req}
         variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         ratios: list[float] = []
+        latest = [0.0]   # the most recent calibration (timing version 7 opens rounds with it)
 
-        def ref_sample(ratio: float | None = None) -> dict[str, float]:
+        def steady(a: float, b: float) -> bool:
+            return clock is None or abs(b / a - 1) <= clock
+
+        def ref_sample(ratio: float | None = None) -> tuple[dict[str, float], bool]:
+            """The references converted by ``ratio`` (a fresh calibration when None), and whether
+            the clock held still while they ran (always, without ``clock_tol``)."""
             r = self.calibrate(cal, n_cal) if ratio is None else ratio
-            return {name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req}
+            s = {name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req}
+            if clock is None:
+                latest[0] = r
+                return s, steady(r, latest[0])
+            latest[0] = self.calibrate(cal, n_cal)
+            return s, steady(r, latest[0])
 
         def quiet(s: dict[str, float]) -> bool:
             return all(v <= gate["baseline"][n] * (1 + gate["tol"]) for n, v in s.items() if n in gate["baseline"])
 
         deadline = time.monotonic() + (gate["seconds"] if gate else 0.0)
-        waits = discarded = disturbed = 0
+        waits = discarded = disturbed = clock_changes = 0
         waited = 0.0   # seconds spent on waits and on rounds taken again: the job reports its share
         separate = req.get("separate_rounds", False)
         opening: float | None = None   # the closing calibration of the round just before, if it counted
-        first = before = ref_sample()
+        ran = -1.0      # when variants last ran (timing version 7)
+        first, still = ref_sample()
+        before = first
         while len(ratios) < req["rounds"]:
             started = time.monotonic()
             waiting = gate is not None and started < deadline
-            if waiting and not quiet(before):
-                waits += 1
-                opening = None
-                first = before = ref_sample()
+            if waiting and not (still and quiet(before)):
+                if still:
+                    waits += 1
+                    opening = None
+                else:
+                    clock_changes += 1
+                before, still = ref_sample()
+                first = before
                 waited += time.monotonic() - started
                 continue
+            if clock is not None:
+                cold = separate or started - ran > WARM_GAP
+                opening = None if cold else latest[0]
             if opening is None or separate:
                 if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
                     for name, _, n in variants:
@@ -153,14 +187,17 @@ class Executor:
                 c1 = opening
             raw = [(name, copies, self.diff(name, n)) for name, copies, n in variants]
             c2 = self.calibrate(cal, n_cal)
+            ran = time.monotonic()
             # the round's closing calibration converts the references after it: a calibration of
             # their own made rounds a fifth longer, and a longer round finds fewer quiet
             # stretches (interleaved on the Zen 4 VM: 1.4-2.4x the experiments per second, the
             # same agreement between two passes)
-            after = ref_sample(c2)
-            if gate is not None and not (quiet(before) and quiet(after)):
+            after, still = ref_sample(c2)
+            held = steady(c1, c2) and still
+            if gate is not None and not (held and quiet(before) and quiet(after)):
                 if waiting and time.monotonic() < deadline:
                     discarded += 1
+                    clock_changes += not held
                     before = after   # disturbed: the gate waits next, and the round after warms
                     waited += time.monotonic() - started
                     continue
@@ -171,8 +208,10 @@ class Executor:
             for name, copies, ticks in raw:
                 samples[name].append(ticks / ratio / copies)
             before = after
-        return {"samples": samples, "ratios": ratios, "reference": [first, before],
-                "gate": {"waits": waits, "discarded": discarded, "disturbed": disturbed, "waited": round(waited, 6)}}
+        gate_out = {"waits": waits, "discarded": discarded, "disturbed": disturbed, "waited": round(waited, 6)}
+        if clock is not None:
+            gate_out["clock"] = clock_changes
+        return {"samples": samples, "ratios": ratios, "reference": [first, before], "gate": gate_out}
 
 
 def _send(out: BinaryIO, msg: object) -> None:
