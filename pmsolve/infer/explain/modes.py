@@ -25,9 +25,9 @@ So each affected scheme with a µop on a set Q that holds the port is probed on 
 the µop may run (:func:`options`: Q, Q without the port, or that with another port of the mode's
 sets) 25 % apart; the one reading within TOLERANCE of the measurement decides (:func:`refined`),
 none leaves the set's rule. The vector blocking instructions are probed so right after the port
-is found, the trigger taken as one µop on the vector ports the mode leaves (they must fit its
-time alone), since the triggers are characterised against them; every other scheme once all have
-their µops (stage ``mode schemes``).
+is found, beside a register-only trigger taken as one µop on the vector ports the mode leaves
+(they must fit its time alone; it is the trigger of every later probe), since the triggers are
+characterised against them; every other scheme once all have their µops (stage ``mode schemes``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ def vector_kinds(names: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     regs = {n: {o.cls for o in cat[n].operands if o.kind == "reg"} for n in names if n in cat}
     return (frozenset(n for n, r in regs.items() if "zmm" in r),
             frozenset(n for n, r in regs.items() if r & {"xmm", "ymm", "zmm"}))
+
+
+def register_only(names: Iterable[str]) -> list[str]:
+    """The schemes among ``names`` without a memory operand (those the catalogue knows)."""
+    cat = load_catalogue(host=False)
+    return [n for n in names if n in cat and all(o.kind != "mem" for o in cat[n].operands)]
 
 
 def copies(q: int, trigger_tp: float, r_max: float | None) -> int:
@@ -131,9 +137,16 @@ def detect(measure: Callable[[list[Experiment]], list[float]], blocking: PortMap
         why = f"beside 512-bit schemes port {port} serves no vector µop of {', '.join('{' + ','.join(sorted(q)) + '}' for q in slowed)}"
         out.update(port=port, sets=[sorted(q) for q in slowed])
         # each vector blocking instruction on its own (the triggers are characterised against
-        # them), the trigger taken as one µop on the vector ports the mode leaves, if it fits them
+        # them), beside a trigger taken as one µop on the vector ports the mode leaves: a
+        # register-only one whose time alone fits them, the trigger of every probe from here
+        # on (per scheme, shared resources). The fastest trigger may have no µop there: on the
+        # Emerald Rapids it was `vpbroadcastd zmm, m32` (0.333, three load ports); beside it a
+        # µop that keeps its set reads as one that moves, so the blocking instructions kept
+        # their sets and every zmm scheme characterised against them was a misfit (run e4)
         left = frozenset().union(*slowed) - {port}
-        if abs(len(left) * tps[trigger] - 1) <= TOLERANCE:
+        fits = sorted((tps[i], i) for i in register_only(tps) if abs(len(left) * tps[i] - 1) <= TOLERANCE)
+        if fits:
+            trigger = out["trigger"] = fits[0][1]
             mode = mode_of({**out, "why": why}, triggers, vector)
             with_trigger = PortMapping(blocking.ports, {**blocking.uops, trigger: [(left, 1)]})
             out["blockers"] = each(measure, ModelledMapping(with_trigger, {}, mode), trigger, (), r_max)
