@@ -271,11 +271,14 @@ def test_a_read_modify_write_comes_back_to_its_slot_after_512_bytes_of_stores():
 @settings(max_examples=100, deadline=None)
 @given(experiments, st.sampled_from([40, 200]))
 @example([(CAT["mov_r64_m64"], 1)], 40)
+@example([(CAT["mov_r64_m64"], 3), (CAT["vmovups_zmm_m512"], 1)], 40)
 def test_copies_of_a_load_rotate_over_neighbouring_slots_of_its_width(exp, target):
     """Read-only memory: consecutive copies of a load read neighbouring addresses, slots of the
     block's widest read (aligned to it) in [512, 1024), eight of them where the block reads memory
     that often. One address for every copy ran GPR loads two a cycle on an Emerald Rapids where
-    neighbouring addresses run three, as uops.info publishes (docs/memory-layout.md, "Loads")."""
+    neighbouring addresses run three, as uops.info publishes (docs/memory-layout.md, "Loads").
+    A narrower read in a wider slot reads at its own offset there, a different one in each slot
+    where its width allows: at offset 0 of eight lines the Emerald Rapids ran them two a cycle too."""
     counts = dict(exp)
     ins = allocate(body(counts, max(1, round(target / sum(counts.values())))))
     reads = [m for m in _mem(ins) if not m[3]]
@@ -283,9 +286,15 @@ def test_copies_of_a_load_rotate_over_neighbouring_slots_of_its_width(exp, targe
         return
     width = max(w for *_, w in reads)
     width = 1 << (width - 1).bit_length()
-    addresses = [d for _, _, d, _, _ in reads]
-    assert all(512 <= d and d + width <= 1024 and d % width == 0 for d in addresses)
-    assert len(set(addresses)) == min(8, 512 // width, len(reads)), sorted(set(addresses))
+    slots = {d - d % width for _, _, d, _, _ in reads}
+    assert all(512 <= d and d + w <= 1024 and d % (1 << (w - 1).bit_length()) == 0 for _, _, d, _, w in reads)
+    assert all(s + width <= 1024 for s in slots)
+    assert len(slots) == min(8, 512 // width, len(reads)), sorted(slots)
+    for w in {w for *_, w in reads}:
+        own = 1 << (w - 1).bit_length()
+        offsets = {d % width for _, _, d, _, x in reads if x == w}
+        lines = {d - d % width for _, _, d, _, x in reads if x == w}
+        assert len(offsets) == min(len(lines), width // own), (w, sorted(offsets), sorted(lines))
 
 
 def test_512_bit_memory_slots_are_aligned_and_disjoint():
@@ -293,8 +302,12 @@ def test_512_bit_memory_slots_are_aligned_and_disjoint():
     e = {CAT["vaddpd_zmm_zmm_m512"]: 1, CAT["vmovups_m512_zmm_k"]: 1, CAT["vaddpd_zmm_zmm_m64bcst"]: 1}
     ins = allocate(body(e, 20))
     assert dependency_report(ins) == NO_DEPENDENCY
-    disps = {int(str(v).split("(")[0]) for i in ins for o, v in zip(i.scheme.operands, i.values) if o.kind == "mem"}
+    disps = {int(str(v).split("(")[0]) for i in ins for o, v in zip(i.scheme.operands, i.values)
+             if o.kind == "mem" and o.width == 512}
     assert disps and all(d % 64 == 0 for d in disps) and max(disps) + 64 <= 4096
+    bcst = {int(str(v).split("(")[0]) for i in ins for o, v in zip(i.scheme.operands, i.values)
+            if o.kind == "mem" and o.width == 64}
+    assert bcst and all(d % 8 == 0 and d // 64 != (d + 7) // 64 - 1 for d in bcst), "a broadcast stays in its line"
     narrow = allocate(body({CAT["vaddpd_ymm_ymm_m256"]: 1, CAT["vmovups_m256_ymm"]: 1}, 5))
     assert {str(v) for i in narrow for o, v in zip(i.scheme.operands, i.values) if o.kind == "mem" and not o.write} \
         == {f"{512 + 32 * k}(%r14)" for k in range(5)}

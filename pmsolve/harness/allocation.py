@@ -44,7 +44,9 @@ slower than any port mapping of this layout says (``docs/memory-layout.md`` has 
 Read-only operands rotate over ``READ_ROTATION`` (8) neighbouring slots of the block's widest read
 (at least 8 bytes, aligned to it) in ``READ_REGION``, [512, 1024): consecutive copies of a load read
 neighbouring addresses, as loops over arrays, locals and structure fields do (allocation version
-12). One address for every copy (versions 5-11, as uops.info measures) runs three GPR loads a
+12); a read narrower than the block's widest sits at offset n·width of the n-th slot it meets, so that
+beside a zmm load the copies of a GPR load meet different offsets of their lines, as neighbouring
+addresses do (version 13: at offset 0 of eight lines an Emerald Rapids ran two a cycle). One address for every copy (versions 5-11, as uops.info measures) runs three GPR loads a
 cycle on a Zen 3 but only two on an Emerald Rapids (0.44-0.53 cycles for ``mov r64, [m64]``,
 0.33 at neighbouring addresses, an independent gcc probe of 2026-12-05); 31 lines at one offset
 ran 0.38-0.40 on the Zen 3 (the equal offsets meet in one L1 bank) where neighbouring addresses
@@ -160,13 +162,32 @@ def vector_pool(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     return EVEX_VECTOR_REGS
 
 
+def _read_width(schemes: Iterable[Scheme]) -> int:
+    """Bytes of a block's read-only slots: its widest read-only operand's slot width."""
+    return max((_slot_width(o) for s in schemes for o in s.operands if o.kind == "mem" and not o.write),
+               default=8)
+
+
 def memory_slots(schemes: Iterable[Scheme]) -> tuple[str, ...]:
     """The read-only memory candidates of a block: neighbouring slots of its widest read-only
     operand's width (at least 8 bytes, aligned to it), filling ``READ_REGION``."""
-    width = max((_slot_width(o) for s in schemes for o in s.operands if o.kind == "mem" and not o.write),
-                default=8)
     lo, hi = READ_REGION
-    return tuple(f"{a}(%{MEM_BASE})" for a in range(lo, hi, width))
+    return tuple(f"{a}(%{MEM_BASE})" for a in range(lo, hi, _read_width(schemes)))
+
+
+def staggered(slot: str, width: int, slot_width: int, placed: dict[tuple[int, str], int]) -> str:
+    """Where a read of ``width`` bytes in ``slot`` (``slot_width`` bytes) reads: the n-th slot that
+    reads of this width meet (``placed`` remembers them) at offset n·width of it, so that the copies
+    of a narrow load beside a wider one meet different offsets of their lines (allocation version
+    13). At offset 0 of eight lines an Emerald Rapids ran ``mov r64, [m64]`` two a cycle (0.503),
+    at eight offsets three (0.333), as at neighbouring addresses; 48 GPR loads beside one zmm load
+    took 24.6 cycles for 16.3."""
+    if width >= slot_width:
+        return slot
+    key = (width, slot)
+    if key not in placed:
+        placed[key] = (sum(1 for w, _ in placed if w == width) * width) % slot_width
+    return f"{int(slot.split('(')[0]) + placed[key]}(%{MEM_BASE})"
 
 
 def bit_offset(s: Scheme, o: Operand) -> bool:
@@ -330,6 +351,7 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[I
     operands take the packed addresses of :func:`written_addresses` instead."""
     part = part or partition(schemes)
     written = iter(written_addresses(schemes))
+    read_width, placed = _read_width(schemes), {}
     last_use: dict[str, int] = {}
     now = 0
     out: list[Instance] = []
@@ -360,7 +382,8 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[I
             chosen = min(cands, key=lambda c: last_use.get(c, 0))  # stable: first of the least recent
             last_use[chosen] = now
             taken.add(chosen)
-            values.append(chosen if o.kind == "mem" else reg_name(chosen, o))
+            values.append(staggered(chosen, _slot_width(o), read_width, placed) if o.kind == "mem"
+                          else reg_name(chosen, o))
         out.append(Instance(s, tuple(values)))
     return out
 
