@@ -432,3 +432,15 @@ def test_bit_tests_on_memory_take_the_small_offset_register():
         if i.scheme in bits:
             assert re.match(rf"bt[crs]?[wlq]? %{DIVISOR}[dw]?, \d+\(%r14\)$", i.text()), i.text()
 
+
+
+def test_a_copy_that_writes_more_than_the_region_wraps_around_it():
+    """A characterisation probe of 2,615 `kmovq m64, k` (against a scheme that takes hundreds of
+    cycles alone) writes 20 KiB in one copy: the allocation refused it, the experiment failed,
+    and the failure stopped an `--all` run. Its slots wrap around the written region instead,
+    packed and aligned, and no load reads what a store writes."""
+    ins = allocate(body({CAT["kmovq_m64_k"]: 2615, CAT["mov_r64_m64"]: 6}, 1))
+    assert dependency_report(ins) == NO_DEPENDENCY
+    stores = [d for _, _, d, wr, _ in _mem(ins) if wr]
+    assert len(stores) == 2615 and sorted(set(stores)) == list(range(2048, 4096, 8))
+    assert stores[:300] == [2048 + 8 * (i % 256) for i in range(300)]
