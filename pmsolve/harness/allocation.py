@@ -44,9 +44,10 @@ slower than any port mapping of this layout says (``docs/memory-layout.md`` has 
 Read-only operands rotate over ``READ_ROTATION`` (8) neighbouring slots of the block's widest read
 (at least 8 bytes, aligned to it) in ``READ_REGION``, [512, 1024): consecutive copies of a load read
 neighbouring addresses, as loops over arrays, locals and structure fields do (allocation version
-12); a read narrower than the block's widest sits at offset n·width of the n-th slot it meets, so that
-beside a zmm load the copies of a GPR load meet different offsets of their lines, as neighbouring
-addresses do (version 13: at offset 0 of eight lines an Emerald Rapids ran two a cycle). One address for every copy (versions 5-11, as uops.info measures) runs three GPR loads a
+12); a read narrower than the block's widest sits at offset n·width of the n-th slot it meets,
+so that beside a zmm load the copies of a GPR load meet different offsets of their lines, as
+neighbouring addresses do (version 13: at offset 0 of eight lines an Emerald Rapids ran two a
+cycle). One address for every copy (versions 5-11, as uops.info measures) runs three GPR loads a
 cycle on a Zen 3 but only two on an Emerald Rapids (0.44-0.53 cycles for ``mov r64, [m64]``,
 0.33 at neighbouring addresses, an independent gcc probe of 2026-12-05); 31 lines at one offset
 ran 0.38-0.40 on the Zen 3 (the equal offsets meet in one L1 bank) where neighbouring addresses

@@ -135,7 +135,7 @@ class Executor:
         variants = [(name, copies, self.iterations(name, target)) for name, copies in req["variants"]]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         ratios: list[float] = []
-        latest = [0.0]   # the most recent calibration (timing version 7 opens rounds with it)
+        latest = 0.0   # the most recent calibration (timing version 7 opens rounds with it)
 
         def steady(a: float, b: float) -> bool:
             return clock is None or abs(b / a - 1) <= clock
@@ -143,13 +143,13 @@ class Executor:
         def ref_sample(ratio: float | None = None) -> tuple[dict[str, float], bool]:
             """The references converted by ``ratio`` (a fresh calibration when None), and whether
             the clock held still while they ran (always, without ``clock_tol``)."""
+            nonlocal latest
             r = self.calibrate(cal, n_cal) if ratio is None else ratio
             s = {name: self.diff(name, n_ref[name]) / r / count for name, count in refs_req}
             if clock is None:
-                latest[0] = r
-                return s, steady(r, latest[0])
-            latest[0] = self.calibrate(cal, n_cal)
-            return s, steady(r, latest[0])
+                return s, True
+            latest = self.calibrate(cal, n_cal)
+            return s, steady(r, latest)
 
         def quiet(s: dict[str, float]) -> bool:
             return all(v <= gate["baseline"][n] * (1 + gate["tol"]) for n, v in s.items() if n in gate["baseline"])
@@ -177,7 +177,7 @@ class Executor:
                 continue
             if clock is not None:
                 cold = separate or started - ran > WARM_GAP
-                opening = None if cold else latest[0]
+                opening = None if cold else latest
             if opening is None or separate:
                 if warm:   # settle the clock at this code's licence; a run of 0 iterations would wrap r15
                     for name, _, n in variants:
