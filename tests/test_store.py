@@ -79,24 +79,34 @@ def test_stored_oracle_reuses_and_keys_by_settings(tmp_path):
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_errors_are_stored_not_retried(tmp_path):
+def test_errors_are_stored_and_retried_once_by_a_resumed_run(tmp_path):
     from pmsolve.errors import PmsolveError
     from pmsolve.errors import MeasurementError
 
     class Flaky(Counting):
+        broken = True
+
         def measure(self, experiments):
-            if any("c" in e for e in experiments):
+            self.asked.update(experiments)
+            if self.broken and any("c" in e for e in experiments):
                 raise MeasurementError("fault")
-            return super().measure(experiments)
+            return SimulatedOracle.measure(self, experiments)
 
     store = MeasurementStore(tmp_path / "m.sqlite")
     inner = Flaky(MAPPING)
     so = CachingOracle.in_sqlite(inner, store, on_error="nan")
     vals = so.measure([Experiment({"a": 1}), Experiment({"c": 1}), Experiment({"b": 1})])
     assert vals[0] == 1 and vals[2] == 0.5 and vals[1] != vals[1]
-    with pytest.raises(PmsolveError, match="could not be measured"):
-        CachingOracle.in_sqlite(inner, store).measure([Experiment({"c": 1})])
+    asked = inner.asked[Experiment({"c": 1})]
+    so.measure([Experiment({"c": 1})])                      # this run's own failure: not again
+    assert inner.asked[Experiment({"c": 1})] == asked
     assert [r.error for r in store.rows() if not r.ok] == ["fault"]
+    with pytest.raises(PmsolveError, match="could not be measured"):   # a resumed run: once more
+        CachingOracle.in_sqlite(inner, store).measure([Experiment({"c": 1})])
+    assert inner.asked[Experiment({"c": 1})] == asked + 1
+    inner.broken = False                                     # the cause fixed: the resumed run goes on
+    assert CachingOracle.in_sqlite(inner, store).measure([Experiment({"c": 1})]) == [1.0]
+    assert [r for r in store.rows() if not r.ok] == []
 
 
 CAMPAIGN = textwrap.dedent("""

@@ -15,9 +15,10 @@ as it exists. Two persistences share one row shape (:class:`~pmsolve.harness.sto
   noise, seed, R_max, counter; a recorded oracle's data digest).
 
 Failed experiments (the inner oracle raised a :class:`~pmsolve.errors.PmsolveError`, or a
-streaming oracle reported an error) are remembered with their error and not retried unless
-``retry_errors``; :meth:`CachingOracle.measure` then raises (``on_error="raise"``, after
-everything else was measured and kept) or returns NaN for them (``"nan"``).
+streaming oracle reported an error) are remembered with their error; :meth:`CachingOracle.measure`
+then raises (``on_error="raise"``, after everything else was measured and kept) or returns NaN
+for them (``"nan"``). A failure found in the persistence (an earlier run's) is measured again
+once, so a run resumed after a fix goes on; one this oracle measured itself is not retried.
 
 >>> cached = CachingOracle(SimulatedOracle(m))                     # memory only  # doctest: +SKIP
 >>> cached = CachingOracle.in_sqlite(HardwareOracle(), "m.sqlite")  # doctest: +SKIP
@@ -136,7 +137,7 @@ class CachingOracle(OracleWrapper):
     """
 
     def __init__(self, inner: Any, store: JsonRows | SqliteRows | None = None, *,
-                 uop_store: JsonRows | None = None, chunk: int | None = None, retry_errors: bool = False,
+                 uop_store: JsonRows | None = None, chunk: int | None = None,
                  on_error: str = "raise"):
         if on_error not in ("raise", "nan"):
             raise ValidationError(f"on_error must be 'raise' or 'nan', got {on_error!r}")
@@ -144,7 +145,6 @@ class CachingOracle(OracleWrapper):
         self.store = store
         self.uop_store = uop_store
         self.chunk = chunk
-        self.retry_errors = retry_errors
         self.on_error = on_error
         self._memory: dict[Experiment, StoredRow] = {}
         self._uops: dict[Experiment, float] = {}
@@ -201,10 +201,10 @@ class CachingOracle(OracleWrapper):
         have = {e: self._memory[e] for e in unique if e in self._memory}
         rest = [e for e in unique if e not in have]
         if rest and self.store is not None:
-            got = self.store.get(rest)
+            got = {e: r for e, r in self.store.get(rest).items() if r.ok}    # earlier failures: once more
             self._memory.update(got)
             have.update(got)
-        missing = [e for e in unique if e not in have or (self.retry_errors and not have[e].ok)]
+        missing = [e for e in unique if e not in have]
         self.reused += len(unique) - len(missing)
         for batch in self._measure(missing):
             self._memory.update((r.experiment, r) for r in batch)
@@ -220,7 +220,7 @@ class CachingOracle(OracleWrapper):
         bad = [r for r in rows.values() if not r.ok]
         if bad and self.on_error == "raise":
 
-            kept = f" (kept in {self.store.where()}; retry_errors measures them again)" if self.store else ""
+            kept = f" (kept in {self.store.where()}; a resumed run measures them again)" if self.store else ""
             shown = "; ".join(f"{r.experiment}: {r.error}" for r in bad[:3])
             raise MeasurementError(f"{len(bad)} experiment(s) could not be measured: {shown}{kept}",
                                    tuple(r.experiment for r in bad))
