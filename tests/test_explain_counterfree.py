@@ -1374,3 +1374,39 @@ def test_a_scheme_one_glitchy_pair_put_on_a_unit_is_taken_off_by_its_check():
         if glitch is not None:
             assert out["da"].misfit is not None and out["da"].misfit.unit == ()
             assert "beside 2 copies of db" in out["da"].misfit.reason
+
+
+@st.composite
+def usage_and_twins(draw):
+    ports = [str(p) for p in range(draw(st.integers(2, 9)))]
+    sizes, rest = [], list(ports)
+    while rest:
+        k = draw(st.integers(1, min(4, len(rest))))
+        sizes.append(rest[:k])
+        rest = rest[k:]
+    groups = [g for g in sizes if len(g) > 1]
+    sets = draw(st.lists(st.sets(st.sampled_from(ports), min_size=1).map(frozenset), min_size=0, max_size=4,
+                         unique=True))
+    return {q: draw(st.integers(1, 3)) for q in sets}, groups, draw(st.randoms())
+
+
+@given(usage_and_twins())
+@settings(max_examples=300, deadline=None)
+def test_canonical_is_the_least_form_over_every_renaming(case):
+    """The shortcut over distinct column arrangements gives exactly the brute-force least form
+    over all renamings within the twin groups, and a renamed usage the same form."""
+    from itertools import permutations, product
+
+    from pmsolve.infer.explain.characterise import canonical
+    from pmsolve.model import sort_ports
+    f, groups, rnd = case
+
+    def form(g):
+        return tuple(sorted((tuple(sort_ports(q)), n) for q, n in g.items()))
+
+    renamings = [{a: b for g, pg in zip(groups, perm) for a, b in zip(g, pg)}
+                 for perm in product(*(permutations(g) for g in groups))]
+    brute = min(form({frozenset(r.get(x, x) for x in q): n for q, n in f.items()}) for r in renamings)
+    assert canonical(f, groups) == brute
+    r = rnd.choice(renamings)
+    assert canonical({frozenset(r.get(x, x) for x in q): n for q, n in f.items()}, groups) == brute

@@ -89,6 +89,15 @@ def test_union_closure_equals_all_subsets(me):
     assert inverse_throughput(m, e) == brute_force(m, e)
 
 
+@given(mapping_and_experiment(max_ports=8))
+def test_peak_load_is_thm_5_2_in_floats(me):
+    """The bit-mask float route of the characterisation's inner loop gives the same float as
+    Thm 5.2 over every port subset."""
+    from pmsolve.model import peak_load
+    m, e = me
+    assert peak_load(m.uop_masses(e)) == float(brute_force(m, e))
+
+
 @settings(max_examples=120, deadline=None)
 @given(mapping_and_experiment(max_ports=12), st.sampled_from(["highs", "scipy"]))
 def test_thm_5_2_formula_equals_lp(me, solver):

@@ -30,10 +30,10 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from itertools import combinations, permutations, product
+from itertools import combinations, product
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
-from pmsolve.model import Experiment, PortMapping, Uop, bottleneck_of, sort_ports
+from pmsolve.model import Experiment, PortMapping, Uop, bottleneck_of, peak_load, sort_ports
 from pmsolve.strategy import k_rule
 from pmsolve.throughput import batch_inverse_throughput
 
@@ -814,21 +814,6 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     sets = {q for _, q in suite}
     if len(u) > max_ports:
         return [], []
-    groups = twins(blocking.ports, sets)
-    ports = sort_ports(u)
-    seen, cands = set(), []
-    for size in range(2, len(ports) + 1):
-        for c in map(frozenset, combinations(ports, size)):
-            if any(c <= q for q in sets):
-                continue
-            for f in _with_uops_on(found, c, max_uops):
-                shape = canonical(f, groups)
-                if shape in seen:
-                    continue
-                seen.add(shape)
-                cands.append(f)
-    if not cands:
-        return [], []
     # Thm 5.2 on the µop masses, not a compiled model per candidate: there are thousands
     counts = dict(check.items())
     others = {b: n for b, n in counts.items() if b != i}
@@ -836,17 +821,33 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     a = counts[i]
 
     def t_of(mass: dict[frozenset[str], int], size: int) -> float:
-        return max(float(bottleneck_of(mass)[0]), size / r_max if r_max else 0.0)
+        return max(peak_load(mass), size / r_max if r_max else 0.0)
 
-    fit = []
-    for f in cands:
+    def fits(f: dict[frozenset[str], int]) -> bool:
         if abs(t_of(f, 1) - tp) > max(o.epsilon, o.tolerance * tp):
-            continue
+            return False
         mass = dict(rest)
         for q, n in f.items():
             mass[q] = mass.get(q, 0) + a * n
-        if abs(t_of(mass, check.size) - measured) <= o.tolerance * measured:
-            fit.append(f)
+        return abs(t_of(mass, check.size) - measured) <= o.tolerance * measured
+
+    # one candidate per shape, the fit checked first (the shape of every candidate cost the
+    # Emerald Rapids `--all` replay most of its time): renaming twins changes neither time when
+    # the twins are also whole in the check's other µops (an improper blocker's may not be)
+    groups = twins(blocking.ports, sets | set(rest))
+    ports = sort_ports(u)
+    seen, fit = set(), []
+    for size in range(2, len(ports) + 1):
+        for c in map(frozenset, combinations(ports, size)):
+            if any(c <= q for q in sets):
+                continue
+            for f in _with_uops_on(found, c, max_uops):
+                if not fits(f):
+                    continue
+                shape = canonical(f, groups)
+                if shape not in seen:
+                    seen.add(shape)
+                    fit.append(f)
     if not fit:
         return [], []
     level = bottleneck_of(found)[0]
@@ -977,19 +978,56 @@ def twins(ports: Sequence[str], sets: Iterable[frozenset[str]]) -> list[list[str
 def canonical(f: dict[frozenset[str], int], groups: list[list[str]], limit: int = 5040) -> tuple:
     """The least form of a port usage over the renamings within ``groups`` (each permuted
     freely); usages with equal forms are the same up to naming ports no blocked set tells
-    apart. More than ``limit`` renamings: the usage itself (nothing is identified)."""
-    def form(g: dict[frozenset[str], int]) -> tuple:
-        return tuple(sorted((tuple(sort_ports(q)), n) for q, n in g.items()))
+    apart. More than ``limit`` renamings: the usage itself (nothing is identified).
 
+    Ports of a group that lie in the same sets of ``f`` (the unused ones, above all) swap
+    without changing it, so only the distinct arrangements of their columns are tried: the
+    ``--all`` characterisation spent over half its time here trying every permutation."""
     used = set().union(*f) if f else set()
     groups = [g for g in groups if used & set(g)]
+    rank = {p: k for k, p in enumerate(sort_ports(used.union(*map(set, groups))))}
+    items = list(f.items())
+
+    def form(sets: Iterable[tuple[Iterable[str], int]]) -> tuple:
+        return tuple(sorted((tuple(sorted(q, key=rank.__getitem__)), n) for q, n in sets))
+
     if math.prod(math.factorial(len(g)) for g in groups) > limit:
-        return form(f)
-    best = form(f)
-    for perm in product(*(permutations(g) for g in groups)):
-        rename = {a: b for g, pg in zip(groups, perm) for a, b in zip(g, pg)}
-        best = min(best, form({frozenset(rename.get(x, x) for x in q): n for q, n in f.items()}))
+        return form(items)
+    moving = set().union(*map(set, groups))
+    fixed = [q - moving for q, _ in items]
+    # a port's column: which of f's sets hold it; a renaming puts each column on some port
+    columns = [[frozenset(j for j, (q, _) in enumerate(items) if p in q) for p in g] for g in groups]
+    best = None
+    for arrangement in product(*(_arrangements(c) for c in columns)):
+        sets = [set(x) for x in fixed]
+        for g, cols in zip(groups, arrangement):
+            for port, col in zip(g, cols):
+                for j in col:
+                    sets[j].add(port)
+        shape = form((q, n) for q, (_, n) in zip(sets, items))
+        best = shape if best is None else min(best, shape)
     return best
+
+
+def _arrangements(labels: list) -> Iterator[tuple]:
+    """The distinct orderings of a multiset (each once, however often a label repeats)."""
+    counts: dict = {}
+    for x in labels:
+        counts[x] = counts.get(x, 0) + 1
+    out: list = []
+
+    def rec() -> Iterator[tuple]:
+        if len(out) == len(labels):
+            yield tuple(out)
+            return
+        for x in counts:
+            if counts[x]:
+                counts[x] -= 1
+                out.append(x)
+                yield from rec()
+                out.pop()
+                counts[x] += 1
+    return rec()
 
 
 def _fit_rates(probes: list[Probe], extra: dict[Experiment, float] | None = None) -> None:
