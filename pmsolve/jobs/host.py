@@ -32,7 +32,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -548,24 +548,30 @@ def _covered(mapping: PortMapping | ModelledMapping, held: list[Experiment], r_m
     return out
 
 
+def explain_options(catalogue, names: list[str], config: JobConfig) -> ExplainOptions:
+    """The counter-free inference's options in the host job (benchmarks/replay_inference.py
+    replays a stored job with them)."""
+    return ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
+                          rep_order=profiles.representative_order(catalogue, names),
+                          not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16,
+                          layouts=2, structure_seconds=120.0, max_component=8, slow_pairs=2)
+
+
 def _infer(oracle, names: list[str], catalogue, config: JobConfig, state: Path, say: Say):
     """(explain result or None, mapping, R_max) by the configured method."""
     if config.method == "pmevo":
         singles = dict(zip(names, oracle.measure([Experiment({n: 1}) for n in names])))
         r_max = detect_peak_ipc(oracle, singles).ipc
         return None, _pmevo(oracle, names, r_max, config, state.parent, say), r_max
-    excluded = profiles.not_blocking(catalogue, names)
+    options = explain_options(catalogue, names, config)
     if config.profile == "all" and not config.schemes:
         # one blocking instruction per port set is all the suite needs, and the quick profile
         # covers the port groups; pairing thousands of candidates into classes would take hours
         quick = set(profiles.choose(catalogue, "quick"))
-        already = set(excluded)
-        excluded += tuple(n for n in names if n not in quick and n not in already)
+        already = set(options.not_blocking)
+        options = replace(options, not_blocking=options.not_blocking
+                          + tuple(n for n in names if n not in quick and n not in already))
         say(f"  blocking candidates from the quick profile's {len(quick)} schemes; all {len(names)} are characterised")
-    options = ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
-                             rep_order=profiles.representative_order(catalogue, names),
-                             not_blocking=excluded, timeout=20.0, max_cegis_runs=16, layouts=2,
-                             structure_seconds=120.0, max_component=8, slow_pairs=2)
     result = explain_infer(oracle, options, state=state, progress=lambda ev: say("  " * (1 + ev.data["depth"]) + ev.message))
     if result.mapping is None:
         raise ValidationError("the inference mapped no scheme; see the misfits in " + str(state))
