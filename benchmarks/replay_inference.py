@@ -7,7 +7,10 @@ Its measurements are replayed through a recorded oracle (which refuses anything 
 the options the host job uses, into a fresh state file each time, and the seconds and a digest of
 the mapping are printed. Run it from two checkouts to compare their compute on
 the same measurements, each checkout's copy of this file (it puts its own checkout first on the
-path; benchmarks/RESULTS.md §1.27): the digests must agree.
+path; benchmarks/RESULTS.md §1.27): the digests must agree. Unlike ``replay_job.py``, which reads
+the run's later stages back and recomputes the ones it is told to (its state copy holds every
+measurement of the run, so recomputing the early stages asks for experiments the run never
+made), this computes every stage from a fresh state, as the run did.
 """
 
 from __future__ import annotations

@@ -549,8 +549,7 @@ def _covered(mapping: PortMapping | ModelledMapping, held: list[Experiment], r_m
 
 
 def explain_options(catalogue, names: list[str], config: JobConfig) -> ExplainOptions:
-    """The counter-free inference's options in the host job (benchmarks/replay_inference.py
-    replays a stored job with them)."""
+    """The counter-free inference's options in the host job."""
     return ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                           rep_order=profiles.representative_order(catalogue, names),
                           not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16,
