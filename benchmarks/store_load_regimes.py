@@ -21,15 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pmsolve.harness.hardware import HardwareOracle, available  # noqa: E402
-from pmsolve.model import Experiment  # noqa: E402
+from read_slot import parse  # noqa: E402  (the mix syntax of the benchmarks beside it)
 
 DEFAULT = ["mov_r64_m64:21", "mov_m64_r64:1,mov_r64_m64:21", "mov_m64_r64:2,mov_r64_m64:21",
            "mov_m64_r64:4,mov_r64_m64:21", "mov_m64_r64:8,mov_r64_m64:21", "vmovdqu_m128_xmm:1,mov_r64_m64:12"]
 LOADS = {"mov_r64_m64": 1}     # schemes counted by the default bound: one load-port µop each
-
-
-def parse(mix: str) -> Experiment:
-    return Experiment({name: int(count) for name, count in (part.split(":") for part in mix.split(","))})
 
 
 def main() -> int:
