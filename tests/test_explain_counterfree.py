@@ -813,6 +813,24 @@ def test_a_probe_settled_with_flooded_copies_is_not_measured_again_with_tight_on
     assert ld == [2, 4, 2] and aes == [2, 4]   # guessed 1 µop, flooded for 2, then tight only where unsettled
 
 
+def test_a_floor_on_the_first_guess_spares_the_second_pass_and_maps_the_same():
+    """A load-op form running at two per cycle has tp⁻¹ 0.5, so the guess from it is one µop;
+    with two found, every set is measured again with copies for two. ``min_uops`` (the host job
+    gives memory forms one µop per access) starts it there; an overestimate only adds copies."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    truth, blocking, suite = _blocked_machine(4, {"aes": s(0, 1), "ld": s(2, 3)},
+                                              {"x": [(s(0, 1), 1), (s(2, 3), 1)]})
+    runs = {}
+    for floor in (1, 2, 3):
+        orc = _Unsettled(truth, off=0)
+        x = _characterise_x(orc, blocking, suite, min_uops=(("x", floor),))
+        assert x.misfit is None and x.uops == ((("0", "1"), 1), (("2", "3"), 1))
+        runs[floor] = (_probe_copies(orc.log, "aes"), _probe_copies(orc.log, "ld"))
+    assert runs[1] == ([2, 4], [2, 4])      # guessed 1 µop, then flooded for the 2 found
+    assert runs[2] == ([4], [4])            # flooded for 2 from the start
+    assert runs[3] == ([6], [6])            # more copies, no second pass either
+
+
 @pytest.mark.parametrize("seed", [0, 1, 3])     # seeds where it takes many: 49, 31, 36 (seed 2: 13)
 def test_a_scheme_stops_measuring_at_its_budget(seed):
     """Past its budget of samples beyond the first pass (per set it was measured against) a

@@ -23,7 +23,7 @@ from pmsolve.harness.store import MeasurementStore
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import profiles
 from pmsolve.jobs.host import (Beside, HostReport, JobConfig, MeasuringProgress, _covered, _misses_text, _per_copy,
-                               _wait_for_quiet, block_of, held_out_experiments)
+                               _wait_for_quiet, block_of, explain_options, held_out_experiments)
 from pmsolve.jobs.report import render_html
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.predictors.llvm_mca import LlvmMcaPredictor, find_llvm_mca
@@ -57,6 +57,14 @@ def test_schemes_that_bridge_port_groups_are_no_blocking_candidates():
              "vpaddd_xmm_xmm_xmm", "lea_r64_m"]
     assert set(profiles.not_blocking(CAT, names)) == {"add_r64_m64", "sete_m8", "vmovd_r32_xmm", "vmovd_xmm_r32",
                                                       "vcvtsi2sd_xmm_xmm_r64", "kmovw_k_r32"}
+
+
+def test_memory_forms_get_a_floor_for_the_first_guess_of_their_uops():
+    names = ["add_r64_m64", "mov_r64_m64", "vbroadcastss_ymm_m32", "vpaddd_zmm_zmm_m32bcst", "mov_m64_r64",
+             "vmovdqa_m128_xmm", "add_m64_r64", "add_r64_r64", "lea_r64_m", "kmovw_k_m16"]
+    assert dict(profiles.min_uops(CAT, names)) == {"add_r64_m64": 2, "vpaddd_zmm_zmm_m32bcst": 2, "mov_m64_r64": 2,
+                                                    "vmovdqa_m128_xmm": 2, "add_m64_r64": 3}
+    assert dict(explain_options(CAT, names, JobConfig()).min_uops)["add_m64_r64"] == 3
 
 
 def test_held_out_experiments_avoid_the_inference_experiments():

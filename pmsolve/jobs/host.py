@@ -552,7 +552,8 @@ def explain_options(catalogue, names: list[str], config: JobConfig) -> ExplainOp
     """The counter-free inference's options in the host job."""
     return ExplainOptions(instructions=tuple(names), runs=config.runs, noise=config.noise,
                           rep_order=profiles.representative_order(catalogue, names),
-                          not_blocking=profiles.not_blocking(catalogue, names), timeout=20.0, max_cegis_runs=16,
+                          not_blocking=profiles.not_blocking(catalogue, names),
+                          min_uops=profiles.min_uops(catalogue, names), timeout=20.0, max_cegis_runs=16,
                           layouts=2, structure_seconds=120.0, max_component=8, slow_pairs=2)
 
 

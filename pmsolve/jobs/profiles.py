@@ -116,5 +116,26 @@ def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: mnemonics whose load form may be the load alone (a move, a broadcast of the loaded element)
+LOAD_ALONE = ("mov", "vmov", "vbroadcast", "vpbroadcast", "kmov", "lddqu", "vlddqu")
+
+
+def min_uops(catalogue: Catalogue, names: list[str]) -> tuple[tuple[str, int], ...]:
+    """Floors for the counter-free characterisation's first guess of µops (``ExplainOptions.
+    min_uops``): a memory access is a µop of its own beside the operation, on every x86 core the
+    port model describes (a load on the load ports, a store's address and data), so a load form
+    has at least 2 (1 for moves and broadcasts), a store at least 2, a read-modify-write at least
+    3. The guess from tp⁻¹ alone (2·tp⁻¹) is 1 for the many memory forms that run at two per
+    cycle: on an Emerald Rapids quick run 60 of its 85 schemes whose guess was below the µops
+    found were such forms, and each was measured twice over (benchmarks/RESULTS.md §1.28)."""
+    out = []
+    for n in names:
+        s = catalogue[n]
+        floor = {"load": 1 if s.mnemonic.startswith(LOAD_ALONE) else 2, "store": 2, "load+store": 3}.get(s.memory, 1)
+        if floor > 1:
+            out.append((n, floor))
+    return tuple(out)
+
+
 def _register_file(cls: str) -> str:
     return "gpr" if cls == "gpr" else "mask" if cls == "k" else "vector"

@@ -13,14 +13,14 @@ evade are pushed onto Q and the estimate comes out too high, never too low).
 
 * **With a µop counter** k follows the chosen rule (:data:`pmsolve.strategy.K_RULES`) and the
   found µops are checked against the count.
-* **Without one** the count is what is being found. Pass 1 guesses µops(i) from tp⁻¹(i); a pass
-  whose µops total exceeds its guess is repeated with that total (estimates only fall as k
-  grows, so this settles in two passes), and the final estimates are taken with k tight to the
-  total, because the estimate's noise grows with k. An estimate that is not clearly a whole
-  number is measured again with other k (fresh experiments) and averaged. The µops found must
-  then reproduce the singleton and experiments that were *not* used to derive them (the scheme
-  with blocking instructions of the sets it uses, at other ratios); the margins of the
-  estimates give a confidence per scheme.
+* **Without one** the count is what is being found. Pass 1 guesses µops(i) from tp⁻¹(i) (and
+  ``min_uops``); a pass whose µops total exceeds its guess is repeated with that total
+  (estimates only fall as k grows, so this settles in two passes), and the final estimates are
+  taken with k tight to the total, because the estimate's noise grows with k. An estimate that
+  is not clearly a whole number is measured again with other k (fresh experiments) and
+  averaged. The µops found must then reproduce the singleton and experiments that were *not*
+  used to derive them (the scheme with blocking instructions of the sets it uses, at other
+  ratios); the margins of the estimates give a confidence per scheme.
 
 Misfits carry the experiments that show why.
 """
@@ -588,14 +588,14 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
                r_max: float | None, o: ExplainOptions, run: int) -> dict[str, Explanation]:
     """Rounds over a chunk of schemes, each round one measurement batch (see the module doc).
 
-    The flooding count starts from a guess (2·tp⁻¹(i) µops); when the µops found exceed the
-    guess, the scheme is measured again with that many (earlier samples may have pushed
-    evading µops onto Q and are discarded). Sets are measured from the largest down: no µop of
-    the scheme lies inside a subset of a set where none stays, so a set is measured only once
-    every blocked set containing it holds µops of the scheme. A probe whose estimate is not
-    clearly the number of µops the fit puts on Q gets fresh samples (:func:`whole_cycles` more
-    copies each time) while more samples can still decide it, up to ``remeasure``; the
-    estimate is their mean."""
+    The flooding count starts from a guess (2·tp⁻¹(i) µops, at least ``min_uops``); when the
+    µops found exceed the guess, the scheme is measured again with that many (earlier samples
+    may have pushed evading µops onto Q and are discarded). Sets are measured from the largest
+    down: no µop of the scheme lies inside a subset of a set where none stays, so a set is
+    measured only once every blocked set containing it holds µops of the scheme. A probe whose
+    estimate is not clearly the number of µops the fit puts on Q gets fresh samples
+    (:func:`whole_cycles` more copies each time) while more samples can still decide it, up to
+    ``remeasure``; the estimate is their mean."""
     on_q = {(b, q): sum(int(n) for u, n in blocking.uop_masses(Experiment({b: 1})).items() if u <= q)
             for b, q in suite}
     blocker = dict((q, b) for b, q in suite)
@@ -641,7 +641,8 @@ def _uncounted(oracle: Any, part: list[str], blocking: PortMapping, suite: Suite
     # need cluster at a few copy counts, whose noise would otherwise bias every estimate alike)
     ladder = [Experiment({b: k}) for b, _ in suite for k in range(1, 33)]
     ladder_values = dict(zip(ladder, oracle.measure(ladder)))
-    state = {i: _Scheme(min(o.max_uops, max(1, round(2 * single[i]["tp"])))) for i in part}
+    floor = dict(o.min_uops)
+    state = {i: _Scheme(min(o.max_uops, max(1, round(2 * single[i]["tp"]), floor.get(i, 1)))) for i in part}
     pending = [p for i in part for p in descend(i, state[i])]
     for _ in range(4 * (o.remeasure + len(sets))):
         exps = [x for p in pending for e, b, t, _ in p.samples if t != t for x in (e, b)]

@@ -62,6 +62,11 @@ class ExplainOptions:
       representative's next class members stand in for it, up to ``max_stand_ins`` times;
       ``not_blocking``: schemes never taken as blocking candidates (e.g. forms that load or store
       besides computing: they bridge unrelated ports); they are characterised like any other;
+    * ``min_uops``: (scheme, µops) floors for the first guess of a scheme's µop count without a
+      counter (the guess is otherwise 2·tp⁻¹(i)); the host job gives memory forms one µop per
+      memory access beside their operation (:func:`pmsolve.jobs.profiles.min_uops`). A guess
+      below the µops found costs the scheme a second pass with more copies, one above it only
+      more copies, so a floor changes which experiments are measured, not what they show;
     * ``integrality``: how far a non-evading µop estimate may be from an integer before the
       scheme is "outside the model" (0.5 or more: always round — for noisy oracles, where the
       estimate's error grows with k, and the final check below still catches wrong counts);
@@ -102,6 +107,7 @@ class ExplainOptions:
     max_stand_ins: int = 3
     rep_order: tuple[str, ...] = ()
     not_blocking: tuple[str, ...] = ()
+    min_uops: tuple[tuple[str, int], ...] = ()
     clear: float = 0.25
     noise: float = 0.01
     remeasure: int = 16
@@ -131,6 +137,9 @@ class ExplainOptions:
             raise ValidationError(f"explain: runs must be ≥ 1, got {self.runs}")
         if self.r_max is not None and self.r_max <= 0:
             raise ValidationError(f"explain: r_max must be positive, got {self.r_max}")
+        for name, n in self.min_uops:
+            if n < 1:
+                raise ValidationError(f"explain: min_uops of {name!r} must be ≥ 1, got {n}")
         for name, n in self.improper:
             if n < 1:
                 raise ValidationError(f"explain: improper blocking instruction {name!r} needs ≥ 1 µop, got {n}")
