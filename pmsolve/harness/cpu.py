@@ -46,8 +46,9 @@ class Microarchitecture:
 
 
 MICROARCHITECTURES: dict[str, Microarchitecture] = {m.key: m for m in [
-    Microarchitecture("zen", "AMD Zen", ("znver1",), ("ZEN1",)),
-    Microarchitecture("zen+", "AMD Zen+", ("znver1",), ("ZEN1",), own_llvm=False, own_osaca=False),
+    Microarchitecture("zen", "AMD Zen", ("znver1",), ("ZEN1",), singles="zen.json"),
+    Microarchitecture("zen+", "AMD Zen+", ("znver1",), ("ZEN1",), own_llvm=False, own_osaca=False,
+                      singles="zen.json"),           # measured on Zen+: the same core as Zen
     Microarchitecture("zen2", "AMD Zen 2", ("znver2", "znver1"), ("ZEN2", "ZEN1")),
     Microarchitecture("zen3", "AMD Zen 3", ("znver3", "znver2"), ("ZEN3", "ZEN2"), singles="zen3.json"),
     Microarchitecture("zen4", "AMD Zen 4", ("znver4", "znver3"), ("ZEN4", "ZEN3"), singles="zen4.json"),
