@@ -21,7 +21,7 @@ import sys
 from pmsolve.harness.hardware import REFERENCES, HarnessSettings
 from pmsolve.harness.references import reference_bursts, steadiness
 
-SETTINGS = HarnessSettings(rounds=3, target_ticks=20_000)
+SETTINGS = HarnessSettings(rounds=3)
 
 
 def main() -> int:

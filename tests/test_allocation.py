@@ -371,7 +371,7 @@ def test_hardware_measures_zmm_and_mask_schemes():
     from pmsolve.model import Experiment
 
     names = ["vaddpd_zmm_zmm_zmm", "vaddpd_zmm_zmm_zmm_k", "vaddpd_zmm_zmm_m64bcst", "kandw_k_k_k"]
-    with HardwareOracle(names, HarnessSettings(rounds=3, target_ticks=20_000), on_error="nan") as hw:
+    with HardwareOracle(names, HarnessSettings(rounds=3), on_error="nan") as hw:
         got = hw.measure([Experiment({n: 1}) for n in names] + [Experiment({n: 1 for n in names})])
         errors = [r.error for r in hw.results.values() if r.error]
     assert not errors, errors

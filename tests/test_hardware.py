@@ -39,7 +39,7 @@ from pmsolve.isa.scheme import Operand, Scheme
 from pmsolve.model import Experiment, PortMapping
 
 needs_hw = pytest.mark.skipif(available() is not None, reason=str(available()))
-FAST = HarnessSettings(rounds=3, target_ticks=20_000, max_retries=2)
+FAST = HarnessSettings(rounds=3, max_retries=2)
 NAMES = ["add_r64_r64", "imul_r64_r64", "mov_r64_m64", "vaddpd_ymm_ymm_ymm", "vmulpd_ymm_ymm_ymm"]
 
 

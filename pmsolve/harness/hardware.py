@@ -100,9 +100,12 @@ class HarnessSettings:
 
     rounds: int = 5
     unroll_targets: tuple[int, ...] = (40, 80, 200)
-    target_ticks: int = 40_000          # TSC ticks per timed run of n iterations (~16 µs at 2.4 GHz)
-    reference_ticks: int = 15_000       # the same for the calibration chain and the reference kernels: they
-    #                                    took 60 % of the worker's time at 40,000 (benchmarks/RESULTS.md §1.24)
+    target_ticks: int = 10_000          # TSC ticks per timed run of n iterations (~5 µs at 2 GHz): a round must
+    #                                    fit between two clock changes (40,000 until 2026-12-06: on a Zen 1 VM
+    #                                    whose clock moves every few hundred µs the gate passed 0.23 singles/s
+    #                                    against 2.9-12, benchmarks/RESULTS.md §1.29)
+    reference_ticks: int = 5_000        # the same for the calibration chain and the reference kernels (15,000
+    #                                    before; at 40,000 they took 60 % of the worker's time, §1.24)
     noise_tolerance: float = 0.02       # relative spread / reference deviation that triggers re-measuring
     max_retries: int = 2               # immediate re-measurements of a noisy experiment
     deferred_passes: int = 2           # later re-measurements, at the end of its batch
