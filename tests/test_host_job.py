@@ -126,7 +126,12 @@ def _doc() -> dict:
                                                       "why": "its own model", "fallback": False}],
             "accuracy": {"held_out": 5, "common": 4, "resolution": 0.01, "predictors": [
                 {"name": "pmsolve (explain)", "covered": 5, "common": {"mape": 0.02, "kendall_tau_b": 0.95},
-                 "own": {"mape": 0.02, "kendall_tau_b": 0.95}, "model": ""}]},
+                 "own": {"mape": 0.02, "kendall_tau_b": 0.95}, "model": ""}],
+                         "subsets": [{"subset": "mapped schemes only", "experiments": 2, "predictors": [
+                             {"name": "pmsolve (explain)", "covered": 2, "own": {"mape": 0.01, "kendall_tau_b_resolved": 1.0}}]},
+                             {"subset": "with a modelled <scheme>", "experiments": 3, "predictors": [
+                                 {"name": "pmsolve (explain)", "covered": 3, "own": {"mape": 0.034,
+                                                                                    "kendall_tau_b_resolved": 0.9}}]}]},
             "schemes": [{"scheme": "x<script>", "tp": 0.5, "confidence": 1.0, "source": "derived blocking",
                          "uops": [{"ports": ["0", "1"], "count": 1, "witnesses": [w]}],
                          "checks": [{"kind": "check", "experiment": {"x<script>": 4}, "measured": 2.5,
@@ -168,6 +173,9 @@ def test_report_page_is_escaped_and_complete():
     assert dom.rows.get("kind") == 4 and "3 of 4 schemes (75.0 %)" in page
     assert "predicted as <b class='prediction'>ports + cost</b> with µops 1×[0&lt;&gt;], 4.500 cycles per copy" in page
     assert "9 of 10 measured experiments within 5 %" in page and "<code>bad&lt;x&gt;</code>: its kernel faults" in page
+    # held-out mixes come from every scheme, and those with a modelled scheme are scored on their own line
+    assert "drawn from every scheme of the profile" in page and dom.rows.get("subset") == 2
+    assert "with a modelled &lt;scheme&gt;" in page and "3.4 % (3), 0.900" in page
 
 
 def test_held_out_mixes_with_a_modelled_scheme_are_scored_on_their_own():
