@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pmsolve.isa.bridge import translator  # noqa: E402
 from pmsolve.model import Experiment  # noqa: E402
-from pmsolve.modelled import load_model  # noqa: E402
+from pmsolve.modelled import ModelledMapping  # noqa: E402
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -52,14 +52,16 @@ def main() -> int:
         print(f"no public reference data at {REF}", file=sys.stderr)
         return 2
     singles: dict[str, float] = json.loads(args.report.read_text())["singles"]
-    model = load_model(args.mapping) if args.mapping else None
-    r_max = json.loads(args.mapping.read_text())["explanation"]["r_max"] if args.mapping else None
+    model, r_max = None, None
+    if args.mapping:
+        doc = json.loads(args.mapping.read_text())
+        model, r_max = ModelledMapping.from_json(doc, str(args.mapping)), doc["explanation"]["r_max"]
     for label, (naming, theirs) in public_sets().items():
         to_host = translator(singles, naming, "catalogue")
         rows = []
         for name, cycles in theirs.items():
             host = to_host(name)
-            if host is not None and host in singles:
+            if host is not None:   # the translator answers with names of the host's singles only
                 pred = model.inverse_throughput(Experiment({host: 1}), r_max) if model and host in model.instructions else None
                 rows.append((host, float(cycles), singles[host], pred))
         hits = Counter(r[0] for r in rows)   # several of theirs on one scheme: forms the catalogue lacks
