@@ -257,9 +257,10 @@ def check_hardwired(schemes: Iterable[Scheme]) -> None:
                               "without a read-after-write dependency")
 
 
-def partition(schemes: Sequence[Scheme]) -> Partition:
-    """Sec. 3.2.1: a small O_R (what the most demanding scheme needs), O_W that much or up to
-    ``WRITTEN_ROTATION`` where the pool has room, the rest O_RW."""
+def partition(schemes: Sequence[Scheme], rotation: int = READ_ROTATION) -> Partition:
+    """Sec. 3.2.1: a small O_R (what the most demanding scheme needs; read-only memory: up to
+    ``rotation`` neighbouring slots), O_W that much or up to ``WRITTEN_ROTATION`` where the pool
+    has room, the rest O_RW."""
     check_hardwired(schemes)
     fixed = fixed_registers(schemes)
     need: Counter[tuple[str, str]] = Counter()
@@ -288,7 +289,7 @@ def partition(schemes: Sequence[Scheme]) -> Partition:
                                       f"operands, but only {len(cands)} slots are free")
             # copies rotate over neighbouring addresses, as loads of arrays and locals do: one
             # address for every copy runs two GPR loads a cycle on an Emerald Rapids, not three
-            sets[(pool, "R")] = tuple(cands[:max(need[(pool, "R")], min(READ_ROTATION, len(cands)))])
+            sets[(pool, "R")] = tuple(cands[:max(need[(pool, "R")], min(rotation, len(cands)))])
             continue
         n_r, n_w = need[(pool, "R")], need[(pool, "W")]
         n_rw_min = 1 if need[(pool, "RW")] else 0
@@ -348,11 +349,13 @@ def written_addresses(schemes: Sequence[Scheme]) -> list[str]:
             for c in range(len(schemes) // period) for off in offsets]
 
 
-def allocate(schemes: Sequence[Scheme], part: Partition | None = None) -> list[Instance]:
+def allocate(schemes: Sequence[Scheme], part: Partition | None = None,
+             rotation: int = READ_ROTATION) -> list[Instance]:
     """Alg. 3.1: instantiate a list of schemes, each operand with the least recently used
     candidate of its set (a timestamp per candidate, advanced per operand); written memory
-    operands take the packed addresses of :func:`written_addresses` instead."""
-    part = part or partition(schemes)
+    operands take the packed addresses of :func:`written_addresses` instead. ``rotation``: the
+    CPU's read layout (``Microarchitecture.read_rotation``)."""
+    part = part or partition(schemes, rotation)
     written = iter(written_addresses(schemes))
     read_width, placed = _read_width(schemes), {}
     last_use: dict[str, int] = {}

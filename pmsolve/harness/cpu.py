@@ -43,6 +43,10 @@ class Microarchitecture:
     own_llvm: bool = True
     own_osaca: bool = True
     singles: str | None = None          # file in pmsolve/data/singles/
+    #: neighbouring read-only slots the copies of a load rotate over (allocation.READ_ROTATION): the
+    #: layout under which this CPU's loads run at their published speeds and mixes of load widths
+    #: stay steady (docs/memory-layout.md, "Load layouts per CPU")
+    read_rotation: int = 8
 
 
 MICROARCHITECTURES: dict[str, Microarchitecture] = {m.key: m for m in [
@@ -51,7 +55,10 @@ MICROARCHITECTURES: dict[str, Microarchitecture] = {m.key: m for m in [
                       singles="zen.json"),           # measured on Zen+: the same core as Zen
     Microarchitecture("zen2", "AMD Zen 2", ("znver2", "znver1"), ("ZEN2", "ZEN1")),
     Microarchitecture("zen3", "AMD Zen 3", ("znver3", "znver2"), ("ZEN3", "ZEN2"), singles="zen3.json"),
-    Microarchitecture("zen4", "AMD Zen 4", ("znver4", "znver3"), ("ZEN4", "ZEN3"), singles="zen4.json"),
+    # one address per load operand: at neighbouring addresses GPR loads beside 256-bit loads switch
+    # between 3 and 2.4 loads a cycle (benchmarks/RESULTS.md §1.30)
+    Microarchitecture("zen4", "AMD Zen 4", ("znver4", "znver3"), ("ZEN4", "ZEN3"), singles="zen4.json",
+                      read_rotation=1),
     Microarchitecture("zen5", "AMD Zen 5", ("znver5", "znver4", "znver3"), ("ZEN4", "ZEN3"), own_osaca=False,
                       singles="zen5.json"),
     Microarchitecture("sandybridge", "Intel Sandy Bridge", ("sandybridge",), ("SNB",)),

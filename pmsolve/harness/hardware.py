@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterator, Sequence
 
 from pmsolve.errors import MeasurementError, PmsolveError, ValidationError
-from pmsolve.harness.allocation import allocate, body, unroll_factors
+from pmsolve.harness.allocation import READ_ROTATION, allocate, body, unroll_factors
 from pmsolve.harness.assemble import TOOLS, assemble, check_block
 from pmsolve.harness.cpu import ReferenceSingles, host_cpu, reference_singles
 from pmsolve.harness.store import machine_fingerprint
@@ -190,11 +190,13 @@ class HardwareOracle:
         self.results: dict[Experiment, HardwareMeasurement] = {}
         self._worker: WorkerProcess | None = None
         self._affinity: set[int] | None = None   # this thread's CPUs while a measure call runs
+        self.machine = host_cpu()
+        arch = self.machine.microarchitecture
+        self.read_rotation = arch.read_rotation if arch else READ_ROTATION   # this CPU's read layout
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
         self._noisy_in_a_row = 0      # experiments that stayed noisy through every attempt, in a row
         self.waited = 0.0             # seconds the worker's gate waited for quiet references, in all
-        self.machine = host_cpu()
         ref = reference_singles(self.machine.microarchitecture) if settings.gate_floor else None
         self.floor = published_speeds(ref) if ref is not None else {}   # reference -> published speed
         self.patience = patience      # seconds in all to wait mid-run for published speeds (_await_quiet)
@@ -217,7 +219,8 @@ class HardwareOracle:
         return f"hardware oracle ({platform.node()}, {self.machine.describe()}, {len(self._schemes)} schemes)"
 
     def fingerprint_settings(self) -> dict:
-        return {"oracle": "hardware", **self.settings.key()}
+        layout = {} if self.read_rotation == READ_ROTATION else {"read_rotation": self.read_rotation}
+        return {"oracle": "hardware", **self.settings.key(), **layout}   # other CPUs keep their stores' key
 
     def fingerprint(self) -> dict:
         """This machine's fingerprint and the harness settings (the measurement store's key)."""
@@ -251,7 +254,8 @@ class HardwareOracle:
         kernels = {CALIBRATION: CALIBRATION_CHAIN}
         for name, scheme in REFERENCES.items():
             s = self.catalogue[scheme]
-            kernels[name] = "\n".join("    " + i.text() for i in allocate(body({s: 1}, REFERENCE_COUNT)))
+            lines = allocate(body({s: 1}, REFERENCE_COUNT), rotation=self.read_rotation)
+            kernels[name] = "\n".join("    " + i.text() for i in lines)
         return kernels
 
     def _kernels(self, idx: int, e: Experiment) -> tuple[dict[str, str], list[tuple[str, int]]]:
@@ -261,7 +265,7 @@ class HardwareOracle:
         factors = unroll_factors(e.size, self.settings.unroll_targets)
         # allocation is sequential and the body of f copies is a prefix of the body of more:
         # allocate the longest once, each kernel is a prefix of it
-        lines = ["    " + i.text() for i in allocate(body(counts, factors[-1]))]
+        lines = ["    " + i.text() for i in allocate(body(counts, factors[-1]), rotation=self.read_rotation)]
         for f in factors:
             name = f"pmsolve_k{idx}_u{f}"
             kernels[name] = "\n".join(lines[:f * e.size])
