@@ -297,6 +297,40 @@ def test_copies_of_a_load_rotate_over_neighbouring_slots_of_its_width(exp, targe
         assert len(offsets) == min(len(lines), width // own), (w, sorted(offsets), sorted(lines))
 
 
+def test_a_read_layout_of_one_slot_gives_every_copy_of_a_load_operand_one_address():
+    """``rotation=1`` (a CPU whose table says so: the Zen 4, where GPR loads beside 256-bit loads
+    at neighbouring addresses switch between three and 2.4 a cycle) reads each load operand of
+    every copy at one address, as uops.info measures; the default rotates over eight."""
+    counts = {CAT["mov_r64_m64"]: 1, CAT["vpaddd_ymm_ymm_m256"]: 2, CAT["add_m64_r64"]: 1}
+    one = [m for m in _mem(allocate(body(counts, 10), rotation=1)) if not m[3]]
+    eight = [m for m in _mem(allocate(body(counts, 10))) if not m[3]]
+    assert len(one) == len(eight) == 30
+    assert {d for _, _, d, _, _ in one} == {512}
+    assert len({d - d % 32 for _, _, d, _, _ in eight}) == 8
+
+
+def test_the_hardware_oracle_reads_with_its_cpus_layout_and_keys_the_store_by_it():
+    """The oracle's kernels use ``Microarchitecture.read_rotation`` of the CPU it runs on, and a
+    layout other than the default is part of the store's key (a store measured with one layout
+    never answers for another); the default adds nothing, so other CPUs' stores keep their key."""
+    from pmsolve.harness.allocation import READ_ROTATION
+    from pmsolve.harness.hardware import HardwareOracle, available
+    from pmsolve.model import Experiment
+
+    if available() is not None:
+        pytest.skip(str(available()))
+    names = ["mov_r64_m64", "vpaddd_ymm_ymm_m256"]
+    with HardwareOracle(names, on_error="nan") as hw:
+        arch = hw.machine.microarchitecture
+        rotation = arch.read_rotation if arch else READ_ROTATION
+        kernels, _ = hw._kernels(0, Experiment({"mov_r64_m64": 1, "vpaddd_ymm_ymm_m256": 2}))
+        key = hw.fingerprint_settings()
+    text = max(kernels.values(), key=len)
+    slots = {int(a) - int(a) % 32 for a in re.findall(r"(\d+)\(%r14\)", text)}   # 32 bytes: the widest read
+    assert len(slots) == min(rotation, 8), (rotation, sorted(slots))
+    assert key.get("read_rotation") == (None if rotation == READ_ROTATION else rotation)
+
+
 def test_512_bit_memory_slots_are_aligned_and_disjoint():
     """zmm loads/stores get 64-byte aligned slots 64 bytes apart; narrower blocks slots of their width."""
     e = {CAT["vaddpd_zmm_zmm_m512"]: 1, CAT["vmovups_m512_zmm_k"]: 1, CAT["vaddpd_zmm_zmm_m64bcst"]: 1}

@@ -41,7 +41,9 @@ own as this harness had it; a plain store 0.50 either way when all copies hit on
 independent figures agree with packed: uops.info and InstLatX64 measure neighbouring addresses,
 and a Zen 4's `ADD [m64], r64` runs at 0.55-0.61 there. Stores scattered over many lines are
 slower than any port mapping of this layout says (``docs/memory-layout.md`` has the probe figures).
-Read-only operands rotate over ``READ_ROTATION`` (8) neighbouring slots of the block's widest read
+Read-only operands rotate over ``READ_ROTATION`` (8; a CPU's ``Microarchitecture.read_rotation`` where its
+table says otherwise: 1 on the Zen 4, whose GPR loads beside 256-bit loads at neighbouring addresses
+switch to 2.4 a cycle) neighbouring slots of the block's widest read
 (at least 8 bytes, aligned to it) in ``READ_REGION``, [512, 1024): consecutive copies of a load read
 neighbouring addresses, as loops over arrays, locals and structure fields do (allocation version
 12); a read narrower than the block's widest sits at offset n·width of the n-th slot it meets,
