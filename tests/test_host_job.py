@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 from pmsolve.cli import main
-from pmsolve.harness.cpu import reference_singles
+from pmsolve.harness.cpu import MICROARCHITECTURES, reference_singles
 from pmsolve.harness.hardware import available, published_speeds
 from pmsolve.harness.references import MachineState
 from pmsolve.harness.store import MeasurementStore
@@ -280,6 +280,10 @@ def test_smoke_profile_on_this_cpu(tmp_path):
         if own["covered"] >= 20:
             break
     assert out["cpu"]["description"] and out["schemes"] and out["ports"] >= 2
+    harness = out["harness"]     # what measured it, the CPU's read layout included (docs/memory-layout.md)
+    assert harness["oracle"] == "hardware" and harness["allocation_version"] >= 13
+    arch = MICROARCHITECTURES.get(out["cpu"]["microarchitecture"])
+    assert harness.get("read_rotation", 8) == (arch.read_rotation if arch else 8)
     assert {m["tool"] for m in out["models"]} <= {"llvm-mca", "OSACA"}
     assert own["covered"] >= 20
     for s in out["schemes"]:     # every mapped scheme shows witnesses that its mapping reproduces

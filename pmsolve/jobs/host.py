@@ -138,6 +138,7 @@ class HostReport:
     misses: tuple[int, list[held_out_misses.Core]] | None = None   # (how many miss, their cores)
     model: ModelledMapping | None = None      # every scheme's prediction (mapped or modelled)
     drawn: int | None = None   # the first held-out experiments, drawn from the whole profile (the rest: PMEvo's sample)
+    harness: dict[str, Any] | None = None   # the harness settings that measured it (the store's key: read layout too)
 
     def subsets(self) -> dict[str, list[int]]:
         """Held-out experiments by what pmsolve predicts them with: the port mapping alone, or a
@@ -212,7 +213,8 @@ class HostReport:
         ref = reference_singles(self.cpu.microarchitecture) if self.cpu else None
         units = self.result.summary.get("units", []) if self.result is not None else []
         return {"format": "pmsolve.host-report", "version": 1, "machine": self.machine,
-                "cpu": self.cpu.to_json() if self.cpu else None, "profile": self.config.profile,
+                "cpu": self.cpu.to_json() if self.cpu else None, "harness": self.harness,
+                "profile": self.config.profile,
                 "method": self.config.method, "r_max": self.r_max,
                 "ports": len(self.mapping.ports) - sum(len(ports_of(u)) for u in units) if self.mapping else None,
                 "units": units,
@@ -535,7 +537,7 @@ def _on_hardware(config: JobConfig, say: Say) -> HostReport:
     if failed:
         notes.append(f"{failed} held-out experiment(s) could not be measured and are not scored")
     return HostReport(f"{cpu.describe()} (hardware)", config, cpu, mapping, r_max, result, singles, held, measured,
-                      preds, list(models), seconds, notes, misses, model, drawn)
+                      preds, list(models), seconds, notes, misses, model, drawn, hw.fingerprint_settings())
 
 
 def _covered(mapping: PortMapping | ModelledMapping, held: list[Experiment], r_max: float | None) -> list[float | None]:
