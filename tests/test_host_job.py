@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 from pmsolve.cli import main
+from pmsolve.harness.allocation import READ_ROTATION
 from pmsolve.harness.cpu import MICROARCHITECTURES, reference_singles
 from pmsolve.harness.hardware import available, published_speeds
 from pmsolve.harness.references import MachineState
@@ -283,7 +284,7 @@ def test_smoke_profile_on_this_cpu(tmp_path):
     harness = out["harness"]     # what measured it, the CPU's read layout included (docs/memory-layout.md)
     assert harness["oracle"] == "hardware" and harness["allocation_version"] >= 13
     arch = MICROARCHITECTURES.get(out["cpu"]["microarchitecture"])
-    assert harness.get("read_rotation", 8) == (arch.read_rotation if arch else 8)
+    assert harness.get("read_rotation", READ_ROTATION) == (arch.read_rotation if arch else READ_ROTATION)
     assert {m["tool"] for m in out["models"]} <= {"llvm-mca", "OSACA"}
     assert own["covered"] >= 20
     for s in out["schemes"]:     # every mapped scheme shows witnesses that its mapping reproduces

@@ -197,7 +197,7 @@ class HardwareOracle:
         self.baseline: dict[str, float] | None = None
         self._noisy_in_a_row = 0      # experiments that stayed noisy through every attempt, in a row
         self.waited = 0.0             # seconds the worker's gate waited for quiet references, in all
-        ref = reference_singles(self.machine.microarchitecture) if settings.gate_floor else None
+        ref = reference_singles(arch) if settings.gate_floor else None
         self.floor = published_speeds(ref) if ref is not None else {}   # reference -> published speed
         self.patience = patience      # seconds in all to wait mid-run for published speeds (_await_quiet)
         self.waited = 0.0             # of which spent so far
