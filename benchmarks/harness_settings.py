@@ -54,8 +54,8 @@ def main() -> int:
     kind = ["register-only"]
     real = hw.lower_baseline
 
-    def spy(base, samples, tol):   # every attempt of A: which references are off their baseline
-        real(base, samples, tol)
+    def spy(base, samples, tol, streak):   # every attempt of A: which references are off their baseline
+        real(base, samples, tol, streak)
         off = tuple(sorted(n.rsplit("_", 1)[-1] for n in base
                            if min(abs(s[n] - base[n]) / base[n] for s in samples) > tol))
         flagged[kind[0]][off or ("none",)] += 1

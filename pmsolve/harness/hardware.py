@@ -47,6 +47,8 @@ CALIBRATION = "pmsolve_cal"
 CALIBRATION_CHAIN = "\n".join(["    addq %rbx, %rax"] * 200)
 #: experiments in a row that stay noisy through every attempt before the baseline is taken again
 STALE_AFTER = 8
+#: measurements in a row whose reference samples all ran fast before a baseline is lowered
+LOWER_AFTER = 3
 #: samples of the reference kernels from which their undisturbed speed is taken, and how many
 #: times the first baseline is sampled again when those do not agree
 BASELINE_SAMPLES = 20
@@ -196,6 +198,7 @@ class HardwareOracle:
         self._support = self._support_kernels()
         self.baseline: dict[str, float] | None = None
         self._noisy_in_a_row = 0      # experiments that stayed noisy through every attempt, in a row
+        self._faster: dict[str, list[float]] = {}   # lower_baseline's evidence, per reference
         self.waited = 0.0             # seconds the worker's gate waited for quiet references, in all
         ref = reference_singles(arch) if settings.gate_floor else None
         self.floor = published_speeds(ref) if ref is not None else {}   # reference -> published speed
@@ -397,6 +400,7 @@ class HardwareOracle:
                 self.baseline = {name: densest([t[name] for t in tries], tol) for name in REFERENCES}
             self.baseline = floored(self.baseline, self.floor)
             self._noisy_in_a_row = 0
+            self._faster = {}
         return self.baseline
 
     def _reference_samples(self, w: WorkerProcess) -> list[dict[str, float]]:
@@ -442,7 +446,7 @@ class HardwareOracle:
             vals = reply["samples"][chosen]
             med = statistics.median(vals)
             spread = relative_spread(vals)
-            lower_baseline(base, reply["reference"], tol)
+            lower_baseline(base, reply["reference"], tol, self._faster)
             # a reference counts as disturbed when it is off both before and after (a single
             # sample can be off through its own calibration; real bursts last seconds)
             ref_dev = max(min(abs(sample[n] - base[n]) / base[n] for sample in reply["reference"]) for n in base)
@@ -614,17 +618,26 @@ def floored(base: dict[str, float], floor: dict[str, float], margin: float = FLO
     return {n: min(v, floor[n] * (1 + margin)) if n in floor else v for n, v in base.items()}
 
 
-def lower_baseline(base: dict[str, float], samples: Sequence[dict[str, float]], tol: float) -> None:
-    """Lower a reference kernel's baseline (in place) when every sample around a measurement ran
-    faster than it by more than ``tol``: the baseline was taken during a burst. A burst slows the
-    references, and one that lasts through the baseline's ten samples makes every later
-    measurement look disturbed (on the 2-vCPU VM a whole quick run was measured nine times over,
-    about 6 experiments per second instead of 60). One fast sample alone (a calibration glitch)
-    changes nothing: the new baseline is the slowest of the samples, all of them below."""
+def lower_baseline(base: dict[str, float], samples: Sequence[dict[str, float]], tol: float,
+                   streak: dict[str, list[float]]) -> None:
+    """Lower a reference kernel's baseline (in place) once the samples around ``LOWER_AFTER``
+    measurements in a row all ran faster than it by more than ``tol``: the baseline was taken
+    during a burst. A burst slows the references, and one that lasts through the baseline's
+    samples makes every later measurement look disturbed (on the 2-vCPU VM a whole quick run was
+    measured nine times over, about 6 experiments per second instead of 60). ``streak`` keeps,
+    per reference, the slowest sample of each such measurement so far; the new baseline is the
+    slowest of them. The two samples of one measurement are not independent: both can read fast
+    together (on a Zen 5 VM the ALU reference read 0.184 twice around one experiment, 0.189
+    otherwise), and lowering on one such pair left a baseline that only lucky rounds met, so
+    the gate waited 97 % of the time for a neighbour that was not there (§1.31)."""
     for n in base:
         slowest = max(s[n] for s in samples)
         if slowest < base[n] * (1 - tol):
-            base[n] = slowest
+            streak.setdefault(n, []).append(slowest)
+            if len(streak[n]) >= LOWER_AFTER:
+                base[n] = max(streak.pop(n))
+        else:
+            streak.pop(n, None)
 
 
 def relative_spread(values: Sequence[float]) -> float:
