@@ -60,6 +60,11 @@ def test_schemes_that_bridge_port_groups_are_no_blocking_candidates():
                                                       "vcvtsi2sd_xmm_xmm_r64", "kmovw_k_r32"}
 
 
+def test_flag_readers_are_no_blocking_candidates_flag_writers_are():
+    names = ["sete_r8", "cmovne_r64_r64", "add_r64_i32", "imul_r64_r64", "shl_r64_i8", "mov_r64_i32"]
+    assert set(profiles.not_blocking(CAT, names)) == {"sete_r8", "cmovne_r64_r64"}
+
+
 def test_memory_forms_get_a_floor_for_the_first_guess_of_their_uops():
     names = ["add_r64_m64", "mov_r64_m64", "vbroadcastss_ymm_m32", "vpaddd_zmm_zmm_m32bcst", "mov_m64_r64",
              "vmovdqa_m128_xmm", "add_m64_r64", "add_r64_r64", "lea_r64_m", "kmovw_k_m16"]

@@ -104,14 +104,19 @@ def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
       files (``vmovd r32, xmm``, ``vcvtsi2sd xmm, xmm, r64``): the value crosses between the
       integer and the vector side. On a Zen 3 ``vmovd r32, xmm`` alone takes 1.0 cycle, four
       ``add r64, i32`` 1.0, and the two together 2.0: taken as one µop on one port it
-      contradicted the integer ALUs' class, which the pair screening then dropped."""
+      contradicted the integer ALUs' class, which the pair screening then dropped;
+    * forms that read the flags (``sete r8``, ``cmove r64, r64``): every flag-writing scheme
+      beside them feeds them, so their pairs measure that dependency as well as the ports. On a
+      Zen 5 ``{add r64, i32; sete r8: 5}`` takes 1.59 cycles where the two parts take 0.19 and
+      0.96, and ``sete r8`` as the ALUs' blocking instruction made misfits of the flag-writing
+      GPR forms characterised against it (benchmarks/RESULTS.md §1.31)."""
     moves = ("mov", "vec-move")
     out = []
     for n in names:
         s = catalogue[n]
         files = {_register_file(o.cls) for o in s.operands if o.kind == "reg"}
         computes = s.memory not in ("none", "agen") and s.category not in moves and not s.mnemonic.startswith("kmov")
-        if computes or len(files) > 1:
+        if computes or len(files) > 1 or s.flags_read:
             out.append(n)
     return tuple(out)
 
