@@ -380,3 +380,46 @@ def test_non_temporal_stores_are_not_slow_schemes_of_a_shared_resource():
     model = ModelledMapping(None, {i: SchemeModel("cost", cost=F(t).limit_denominator(100), alone=F(t).limit_denominator(100))
                                    for i, t in alone.items()})
     assert slow_schemes(model, alone, 6, O().resolved(False)) == ["vdivpd_ymm_ymm_ymm"]
+
+
+class _Divider(SimulatedOracle):
+    """The Zen 5's divider as measured (EPYC 9005, 2026-12-06, RESULTS §1.31): ``vdivpd`` 4.0
+    cycles alone, ``vdivps`` 2.5; two vdivps 5.0, two vdivpd 8.0, one of each 8.0, and two
+    vdivpd beside one vdivps 11.5 (the narrow divide holds 4.0 beside one wide one, 3.5 beside
+    two): no port shows it."""
+
+    def measure(self, experiments):
+        exps = list(experiments)
+        self.queries += len(exps)
+        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
+        out = []
+        for b, e in zip(base, exps):
+            wide = sum(n for i, n in e.items() if i.startswith("pd"))
+            narrow = sum(n for i, n in e.items() if i.startswith("ps"))
+            each = 2.5 if not wide else 4.0 if wide <= narrow else 3.5
+            out.append(max(float(b), 4.0 * wide + each * narrow))
+        return out
+
+
+def test_a_narrow_divide_that_holds_more_beside_a_wide_one_shares_its_divider():
+    """A member whose check misses what the resource says, but by far less than the model without
+    it, stays: the Zen 5's ``vdivps`` beside two ``vdivpd`` takes 3.5 of the divider where the
+    resource says 4.0 (12.0 for 11.5). Refuted, it formed a resource of its own with the other
+    narrow divides, and every mix of a wide and a narrow divide came out 4.0 for 8.0."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find, resources
+
+    uops = {i: [(_s(0, 1), 1)] for i in ("pd", "pd2", "ps", "ps2")}
+    truth = PortMapping(["0", "1", "5"], {"a01": [(_s(0, 1), 1)], "a5": [(_s(5), 1)], **uops})
+    blocking = PortMapping(truth.ports, {i: truth.uops[i] for i in ("a01", "a5")})
+    oracle = _Divider(truth, r_max=4)
+    slow = {"pd": F(4), "pd2": F(4), "ps": F(5, 2), "ps2": F(5, 2)}
+    model = ModelledMapping(blocking, {i: SchemeModel("ports + cost", cost=t, alone=t, uops=((("0", "1"), 1),))
+                                       for i, t in slow.items()})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    found = find(oracle.measure, model, alone, 4, O().resolved(False), blocking=blocking)
+    assert [sorted(r["hold"]) for r in found["resources"]] == [["pd", "pd2", "ps", "ps2"]]
+    shared = ModelledMapping(model.mapping, model.schemes, shared=resources(found, model))
+    mixes = [Experiment({"pd": 1, "ps": 1}), Experiment({"ps": 1, "ps2": 1}), Experiment({"pd2": 1, "pd": 1}),
+             Experiment({"pd": 2, "ps2": 1})]
+    assert [float(shared.inverse_throughput(e, 4)) for e in mixes] == pytest.approx(oracle.measure(mixes), rel=0.05)
