@@ -80,7 +80,8 @@ from pmsolve.throughput import inverse_throughput
 #: resources looked for at most (each round measures every pending slow scheme once). Four kept
 #: the Zen 5's ``--all`` to the square roots, dot products and two more, with about 1,000 slow
 #: schemes left; sixteen (twelve found) took its held-out MAPE from 5.09 to 4.90 % for 8 s more
-#: (run a14's later stages replayed, benchmarks/RESULTS.md §1.31)
+#: with a14's later stages replayed, though a fresh run (a15) read 5.13 %: within the spread of
+#: fresh runs (benchmarks/RESULTS.md §1.31)
 ROUNDS = 16
 #: copies of the context member beside the mode's trigger (step 3)
 COPIES = 4
