@@ -65,6 +65,11 @@ def test_flag_readers_are_no_blocking_candidates_flag_writers_are():
     assert set(profiles.not_blocking(CAT, names)) == {"sete_r8", "cmovne_r64_r64"}
 
 
+def test_mask_register_forms_are_no_blocking_candidates_mask_loads_and_vector_forms_are():
+    names = ["kandw_k_k_k", "kmovw_k_k", "kshiftlw_k_k_i8", "kmovw_k_m16", "vpaddd_zmm_zmm_zmm"]
+    assert set(profiles.not_blocking(CAT, names)) == {"kandw_k_k_k", "kmovw_k_k", "kshiftlw_k_k_i8"}
+
+
 def test_memory_forms_get_a_floor_for_the_first_guess_of_their_uops():
     names = ["add_r64_m64", "mov_r64_m64", "vbroadcastss_ymm_m32", "vpaddd_zmm_zmm_m32bcst", "mov_m64_r64",
              "vmovdqa_m128_xmm", "add_m64_r64", "add_r64_r64", "lea_r64_m", "kmovw_k_m16"]

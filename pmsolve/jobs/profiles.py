@@ -109,14 +109,22 @@ def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
       beside them feeds them, so their pairs measure that dependency as well as the ports. On a
       Zen 5 ``{add r64, i32; sete r8: 5}`` takes 1.59 cycles where the two parts take 0.19 and
       0.96, and ``sete r8`` as the ALUs' blocking instruction made misfits of the flag-writing
-      GPR forms characterised against it (benchmarks/RESULTS.md §1.31)."""
+      GPR forms characterised against it (benchmarks/RESULTS.md §1.31);
+    * forms on mask registers alone (``kandw k, k, k``, ``kmovw k, k``): they share the vector
+      pipes, but beside them vector forms of several cycles' latency run slower by a share of a
+      µop that no port placement gives. On a Zen 5 two of any of five such forms take 1.0 cycle,
+      with one ``vaddpd ymm`` 1.31 (1.0 on disjoint ports, 1.5 on shared ones), with one
+      ``vfmadd132ps ymm`` 1.33-1.35, with one ``vpaddd ymm`` (one cycle's latency) 1.00; as
+      blocking instructions they made about 1,450 vector forms of an ``--all`` run misfits that
+      "cannot evade" their ports (§1.32)."""
     moves = ("mov", "vec-move")
     out = []
     for n in names:
         s = catalogue[n]
         files = {_register_file(o.cls) for o in s.operands if o.kind == "reg"}
         computes = s.memory not in ("none", "agen") and s.category not in moves and not s.mnemonic.startswith("kmov")
-        if computes or len(files) > 1 or s.flags_read:
+        masks_only = files == {"mask"} and s.memory == "none"
+        if computes or len(files) > 1 or s.flags_read or masks_only:
             out.append(n)
     return tuple(out)
 
