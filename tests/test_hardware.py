@@ -14,7 +14,9 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import shutil
 import statistics
+import subprocess
 import threading
 import time
 from dataclasses import replace
@@ -22,7 +24,7 @@ from dataclasses import replace
 import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
-from pmsolve.harness.assemble import assemble
+from pmsolve.harness.assemble import _hi16, assemble, elf_text, frame
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, FLOOR_MARGIN, REFERENCES, STALE_AFTER, HardwareOracle,
                                       HardwareMeasurement, HarnessSettings, _faster, available, densest, floored,
                                       LOWER_AFTER, lower_baseline, published_speeds, relative_spread, settled_baseline,
@@ -638,6 +640,27 @@ def test_spread_ignores_one_outlier():
 def test_assembler_batches_kernels():
     code, symbols = assemble({"k_a": "    addq $1, %rax", "k_b": "    imulq %rbx, %rax"})
     assert set(symbols) == {"k_a", "k_b"} and symbols["k_a"] < symbols["k_b"] < len(code)
+
+
+@pytest.mark.skipif(not (shutil.which("as") and shutil.which("objcopy") and shutil.which("nm")),
+                    reason="GNU binutils missing")
+def test_the_object_file_reader_agrees_with_objcopy_and_nm(tmp_path):
+    """elf_text in place of ``objcopy -O binary --only-section=.text`` and ``nm --defined-only``:
+    the same bytes, and the same offset for every kernel, on a batch of three frames."""
+    kernels = {"k_a": "    addq $1, %rax", "k_b": "    vaddpd %ymm1, %ymm2, %ymm3\n    imulq %rbx, %rax",
+               "k_c": "    movq %rax, 64(%r14)"}
+    src = ["    .text"] + [frame().replace("{name}", n).replace("{hi16}", _hi16(t)).replace("{body}", t)
+                           for n, t in kernels.items()]
+    (tmp_path / "k.s").write_text("\n".join(src) + "\n")
+    obj, binary = tmp_path / "k.o", tmp_path / "k.bin"
+    subprocess.run(["as", "--64", "-o", str(obj), str(tmp_path / "k.s")], check=True)
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(obj), str(binary)], check=True)
+    listed = subprocess.run(["nm", "--defined-only", str(obj)], check=True, capture_output=True, text=True).stdout
+    by_nm = {p[2]: int(p[0], 16) for p in (line.split() for line in listed.splitlines()) if len(p) == 3 and p[1] in "tT"}
+    code, symbols = elf_text(obj.read_bytes())
+    assert code == binary.read_bytes() and len(code) > 100
+    assert symbols == by_nm and set(kernels) <= set(symbols)
+    assert assemble(kernels)[1] == {n: by_nm[n] for n in kernels}
 
 
 def test_peak_ipc_on_a_simulated_machine():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -20,7 +21,7 @@ from pmsolve.errors import MeasurementError
 from pmsolve.harness.allocation import OPERAND_MEMORY
 from pmsolve.isa.catalogue import data_dir
 
-TOOLS = ("as", "objcopy", "nm")   # GNU binutils the assembler needs
+TOOLS = ("as",)   # GNU binutils the assembler needs (the object file is read here: elf_text)
 
 
 def harness_dir() -> Path:
@@ -60,25 +61,49 @@ def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:
     for name, text in kernels.items():
         src.append(tmpl.replace("{name}", name).replace("{hi16}", _hi16(text)).replace("{body}", text))
     with tempfile.TemporaryDirectory(prefix="pmsolve-as-") as tmp:
-        s, o, b = Path(tmp) / "k.s", Path(tmp) / "k.o", Path(tmp) / "k.bin"
+        s, o = Path(tmp) / "k.s", Path(tmp) / "k.o"
         s.write_text("\n".join(src) + "\n")
         p = _run(["as", "--64", "-o", str(o), str(s)])
         if p.returncode:
             raise MeasurementError("GNU as rejected the kernel: " + " | ".join(p.stderr.strip().splitlines()[:3]))
-        p = _run(["objcopy", "-O", "binary", "--only-section=.text", str(o), str(b)])
-        if p.returncode:
-            raise MeasurementError(f"objcopy failed: {p.stderr.strip()}")
-        p = _run(["nm", "--defined-only", str(o)])
-        symbols = {}
-        for line in p.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] in "tT" and parts[2] in kernels:
-                symbols[parts[2]] = int(parts[0], 16)
-        code = b.read_bytes()
+        code, found = elf_text(o.read_bytes())
+    symbols = {name: off for name, off in found.items() if name in kernels}
     missing = set(kernels) - set(symbols)
     if missing:
         raise MeasurementError(f"assembler output lacks kernels {sorted(missing)[:3]}")
     return code, symbols
+
+
+def elf_text(obj: bytes) -> tuple[bytes, dict[str, int]]:
+    """The ``.text`` section of an ELF64 little-endian object file and the offsets of the symbols
+    defined in it: what ``objcopy -O binary --only-section=.text`` and ``nm --defined-only`` give,
+    without their two processes per batch (``nm`` alone took 1.2 ms per experiment of a 48-experiment
+    batch, twice the assembler's 0.5 ms: benchmarks/RESULTS.md §1.32)."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        raise MeasurementError("assembler output is no 64-bit little-endian ELF object")
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", obj, 0x3A)
+    # name, type, flags, addr, offset, size, link, info, addralign, entsize
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + k * shentsize) for k in range(shnum)]
+
+    def data(k: int) -> bytes:
+        off, size = sections[k][4], sections[k][5]
+        return obj[off:off + size]
+
+    def name(table: bytes, at: int) -> str:
+        return table[at:table.index(b"\0", at)].decode()
+    names = data(shstrndx)
+    text = next((k for k, sec in enumerate(sections) if name(names, sec[0]) == ".text"), None)
+    symtab = next((k for k, sec in enumerate(sections) if sec[1] == 2), None)   # SHT_SYMTAB
+    if text is None or symtab is None:
+        raise MeasurementError("assembler output lacks .text or its symbol table")
+    strings, table = data(sections[symtab][6]), data(symtab)
+    symbols = {}
+    for at in range(0, len(table), 24):
+        st_name, _, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", table, at)
+        if st_shndx == text and st_name:
+            symbols[name(strings, st_name)] = st_value
+    return data(text), symbols
 
 
 _RESERVED_REGS = {name for rep in ("r13", "r14", "r15", "rsp") for name in
