@@ -477,3 +477,51 @@ def test_a_copy_that_writes_more_than_the_region_wraps_around_it():
     stores = [d for _, _, d, wr, _ in _mem(ins) if wr]
     assert len(stores) == 2615 and sorted(set(stores)) == list(range(2048, 4096, 8))
     assert stores[:300] == [2048 + 8 * (i % 256) for i in range(300)]
+
+
+def _allocate_by_timestamps(schemes, part, rotation):
+    """Alg. 3.1 as the paper states it: every operand scans its set for the smallest timestamp
+    (the rule ``allocate`` followed until 2026-12-07; it now keeps each set as a queue)."""
+    from pmsolve.harness.allocation import (DIVISOR, Instance, _pool_key, _read_width, _role, _slot_width,
+                                            bit_offset, immediate, staggered, written_addresses)
+    from pmsolve.isa.render import reg_name
+    written = iter(written_addresses(schemes))
+    read_width, placed, last_use, now, out = _read_width(schemes), {}, {}, 0, []
+    for s in schemes:
+        values, taken = [], set()
+        for o in s.operands:
+            now += 1
+            if o.kind == "imm":
+                values.append(immediate(o.width))
+            elif o.kind == "const":
+                values.append(o.value if o.value is not None else 1)
+            elif o.fixed:
+                values.append(o.fixed)
+            elif bit_offset(s, o):
+                values.append(reg_name(DIVISOR, o))
+            elif o.kind == "mem" and o.write:
+                values.append(next(written))
+            else:
+                role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o, s)
+                chosen = min((c for c in part[(_pool_key(o), role)] if c not in taken), key=lambda c: last_use.get(c, 0))
+                last_use[chosen] = now
+                taken.add(chosen)
+                values.append(staggered(chosen, _slot_width(o), read_width, placed) if o.kind == "mem"
+                              else reg_name(chosen, o))
+        out.append(Instance(s, tuple(values)))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([s.name for s in CAT]), min_size=1, max_size=4, unique=True),
+       st.lists(st.integers(1, 6), min_size=4, max_size=4), st.sampled_from([1, 8]), st.integers(1, 12))
+def test_queued_allocation_is_the_timestamp_rule(names, counts, rotation, factor):
+    from pmsolve.harness.allocation import partition
+    from pmsolve.errors import ValidationError
+    counts = {CAT[n]: c for n, c in zip(names, counts)}
+    schemes = body(counts, factor)
+    try:
+        part = partition(schemes, rotation)
+    except ValidationError:
+        return
+    assert allocate(schemes, part, rotation) == _allocate_by_timestamps(schemes, part, rotation)

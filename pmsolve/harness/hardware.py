@@ -268,7 +268,13 @@ class HardwareOracle:
         factors = unroll_factors(e.size, self.settings.unroll_targets)
         # allocation is sequential and the body of f copies is a prefix of the body of more:
         # allocate the longest once, each kernel is a prefix of it
-        lines = ["    " + i.text() for i in allocate(body(counts, factors[-1]), rotation=self.read_rotation)]
+        lines: list[str] = []
+        texts: dict[tuple, str] = {}   # the operands repeat every few copies: render each instance once
+        for i in allocate(body(counts, factors[-1]), rotation=self.read_rotation):
+            key = (id(i.scheme), i.values)
+            if key not in texts:
+                texts[key] = "    " + i.text()
+            lines.append(texts[key])
         for f in factors:
             name = f"pmsolve_k{idx}_u{f}"
             kernels[name] = "\n".join(lines[:f * e.size])
