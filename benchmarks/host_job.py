@@ -21,7 +21,12 @@
    variants (``target_ticks``, the rule before).
 5. The clock (``HarnessSettings.steady_clock``): the same, rounds that count only when their
    calibrations agree (timing version 7) and rounds that count whatever the clock did (6).
-6. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
+6. Preparation: what the parent does per experiment while the worker measures (operand
+   allocation and rendering, then GNU ``as`` for a batch of 48, the object file read in
+   process), against the reference route of reading it with ``objcopy`` and ``nm`` (the rule
+   until 2026-12-07), and the worker's own time per experiment (the batch route of 1.): the
+   parent must stay below the worker, or the worker waits for it.
+7. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pmsolve.harness.assemble import _hi16, assemble, frame  # noqa: E402
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available  # noqa: E402
 from pmsolve.isa.catalogue import load_catalogue  # noqa: E402
 from pmsolve.jobs import profiles  # noqa: E402
@@ -105,6 +112,41 @@ def interleaved(n: int, seed: int, routes: dict[str, HarnessSettings], chunk: in
     return out
 
 
+def preparation(n: int, seed: int, per_batch: int = 48) -> dict:
+    """Milliseconds per experiment of the parent's kernel preparation, on experiments shaped like
+    the characterisation's (a scheme beside up to eight copies of another)."""
+    names = profiles.choose(load_catalogue(), "quick")
+    rng = random.Random(seed)
+    exps = list({Experiment({rng.choice(names): 1, rng.choice(names): rng.randint(1, 8)}): None for _ in range(n)})
+    with HardwareOracle(names, HarnessSettings(), on_error="nan") as oracle:
+        t = time.perf_counter()
+        kernels = [oracle._kernels(i, e)[0] for i, e in enumerate(exps)]
+        allocation = time.perf_counter() - t
+        support = oracle.support_kernels()
+    batches = [{**support, **{k: v for ks in kernels[i:i + per_batch] for k, v in ks.items()}}
+               for i in range(0, len(kernels), per_batch)]
+    t = time.perf_counter()
+    for b in batches:
+        assemble(b)
+    in_process = time.perf_counter() - t
+    tools = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for b in batches:
+            src = ["    .text"] + [frame().replace("{name}", k).replace("{hi16}", _hi16(v)).replace("{body}", v)
+                                   for k, v in b.items()]
+            s_file, o_file = Path(tmp) / "k.s", Path(tmp) / "k.o"
+            t = time.perf_counter()
+            s_file.write_text("\n".join(src) + "\n")
+            subprocess.run(["as", "--64", "-o", str(o_file), str(s_file)], check=True)
+            subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(o_file), str(Path(tmp) / "k.bin")],
+                           check=True)
+            subprocess.run(["nm", "--defined-only", str(o_file)], check=True, capture_output=True)
+            tools += time.perf_counter() - t
+    ms = 1000 / len(exps)
+    return {"experiments": len(exps), "allocation_ms": allocation * ms, "assembly_ms": in_process * ms,
+            "assembly_objcopy_nm_ms": tools * ms}
+
+
 def _apart(a: list[float], b: list[float]) -> tuple[int, float | None, float | None]:
     """How far two passes' values are apart: how many compared, the median relative gap, the
     share of gaps over 2 % (None when nothing was measured by both)."""
@@ -125,6 +167,7 @@ def main() -> int:
         print(f"skipped: {available()}")
         return 0
     tp = throughput(args.experiments, 1)
+    tp["preparation"] = preparation(4 * args.experiments, 6)
     ab = {"gate": interleaved(args.experiments // 2, 2, {"gate": HarnessSettings(),
                                                           "no gate": HarnessSettings(gate_seconds=0.0)}),
           "rounds": interleaved(args.experiments // 2, 3, {"carried": HarnessSettings(),
@@ -168,6 +211,15 @@ def _ab_text(tp: dict, ab: dict) -> str:
              f"  one batch          {tp['batch']:7.1f} experiments/s",
              f"  one per call       {tp['one per call']:7.1f} experiments/s   (reference route)",
              f"  ratio              {tp['ratio']:7.2f}x"]
+    prep = tp["preparation"]
+    lines += [f"the parent's preparation per experiment ({prep['experiments']} experiments of a scheme beside "
+              f"another's copies):",
+              f"  allocation and rendering     {prep['allocation_ms']:6.2f} ms",
+              f"  assembly, object read here   {prep['assembly_ms']:6.2f} ms",
+              f"  assembly, objcopy and nm     {prep['assembly_objcopy_nm_ms']:6.2f} ms   (reference route; "
+              f"{prep['assembly_objcopy_nm_ms'] / prep['assembly_ms']:.2f}x)",
+              f"  the worker measures one in   {1000 / tp['batch']:6.2f} ms   (one batch, above): the parent's "
+              f"{prep['allocation_ms'] + prep['assembly_ms']:.2f} ms must stay below it"]
     for what, res in ab.items():
         routes = [r for r in res if r not in ("experiments", "routes_apart")]
         lines.append(f"{what} ({res['experiments']} experiments measured twice each way, interleaved):")
