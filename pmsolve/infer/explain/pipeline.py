@@ -117,7 +117,8 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         raise ValidationError("explain: with a µop counter the number of ports must be given")
     known = tuple(oracle.instructions)
     insns = list(o.instructions) if o.instructions is not None else list(known)
-    unknown = [i for i in insns + [n for n, _ in o.improper] if i not in set(known)]
+    known_set = set(known)
+    unknown = [i for i in insns + [n for n, _ in o.improper] if i not in known_set]
     if unknown:
         raise UnknownNameError(f"explain: the oracle does not know {unknown[:3]}")
     for n, _ in o.improper:
