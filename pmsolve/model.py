@@ -384,22 +384,42 @@ def bottleneck_of(mass: Mapping[PortSet, int]) -> tuple[Fraction, PortSet]:
     return best, frozenset().union(*(q for q, v in values.items() if v == best))
 
 
+#: port -> bit and port set -> bit mask for :func:`peak_load`, shared by every call: its inner
+#: loops pass the same few sets thousands of times
+_PORT_BIT: dict[str, int] = {}
+_SET_MASK: dict[PortSet, int] = {}
+
+
+def _mask_of(q: PortSet) -> int:
+    m = _SET_MASK.get(q)
+    if m is None:
+        m = 0
+        for p in q:
+            m |= 1 << _PORT_BIT.setdefault(p, len(_PORT_BIT))
+        _SET_MASK[q] = m
+    return m
+
+
 def peak_load(mass: Mapping[PortSet, int]) -> float:
     """The value of :func:`bottleneck_of` as a float (the same float: each ratio and their
     maximum round alike), computed over bit masks for inner loops that try thousands of µop
-    multisets (the counter-free characterisation's placements of missed µops)."""
-    bit: dict[str, int] = {}
+    multisets (the counter-free characterisation's placements of missed µops). The unions of
+    the µops' sets are built subset by subset, each set once."""
     masks: dict[int, int] = {}
     for q, m in mass.items():
-        b = 0
-        for p in q:
-            b |= 1 << bit.setdefault(p, len(bit))
+        b = _mask_of(q)
         masks[b] = masks.get(b, 0) + m
-    candidates, frontier = set(masks), set(masks)
-    while frontier:
-        frontier = {q | u for q in frontier for u in masks} - candidates
-        candidates |= frontier
-    return max(sum(m for u, m in masks.items() if u & q == u) / q.bit_count() for q in candidates)
+    unions = {0}
+    for u in masks:
+        unions |= {c | u for c in unions}
+    unions.discard(0)
+    items = list(masks.items())
+    best = 0.0
+    for q in unions:
+        v = sum(m for u, m in items if u & q == u) / q.bit_count()
+        if v > best:
+            best = v
+    return best
 
 
 @dataclass(frozen=True)

@@ -1428,3 +1428,24 @@ def test_canonical_is_the_least_form_over_every_renaming(case):
     assert canonical(f, groups) == brute
     r = rnd.choice(renamings)
     assert canonical({frozenset(r.get(x, x) for x in q): n for q, n in f.items()}, groups) == brute
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_placement_times_on_uop_masses_are_the_compiled_models_times(data):
+    """characterise._times (Thm 5.2 on µop masses, a cache of the blocking instructions' part)
+    against a PortMapping compiled per placement and the batch evaluator (the rule before)."""
+    from pmsolve.infer.explain.characterise import _times
+    ports = [str(p) for p in range(data.draw(st.integers(2, 7)))]
+    port_sets = st.frozensets(st.sampled_from(ports), min_size=1)
+    blockers = {f"b{k}": [(data.draw(port_sets), data.draw(st.integers(1, 2)))] for k in range(data.draw(st.integers(1, 4)))}
+    blocking = PortMapping(ports, blockers)
+    r_max = data.draw(st.sampled_from([None, 4, 5.5]))
+    es = [Experiment({"i": data.draw(st.integers(1, 3)),
+                      **{b: data.draw(st.integers(0, 9)) for b in data.draw(st.sets(st.sampled_from(sorted(blockers))))}})
+          for _ in range(data.draw(st.integers(1, 6)))]
+    rests: dict = {}
+    for _ in range(3):   # several placements share the cache
+        f = {data.draw(port_sets): data.draw(st.integers(1, 3)) for _ in range(data.draw(st.integers(1, 3)))}
+        compiled = PortMapping(ports, {**blockers, "i": list(f.items())})
+        assert _times(blocking, "i", f, es, r_max, rests) == [float(v) for v in batch_inverse_throughput([(compiled, e) for e in es], r_max)]

@@ -6,10 +6,14 @@ configuration; resuming with another refuses in one line naming what differs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from pmsolve.fileio import StateFile
+
+#: seconds between the saves of :meth:`Checkpoint.save_soon`
+SAVE_SOON = 60.0
 
 
 class Checkpoint:
@@ -20,9 +24,18 @@ class Checkpoint:
         self.path = self.state.path
         self.stages: dict[str, Any] = self.state.data.setdefault("stages", {})
         self.resumed = self.state.resumed
+        self._saved = time.monotonic()
 
     def save(self) -> None:
         self.state.save()
+        self._saved = time.monotonic()
+
+    def save_soon(self) -> None:
+        """Save when the last save is ``SAVE_SOON`` seconds old: between the chunks of a long
+        stage, whose measurements are safe already (in SQLite, or saved by the measurement rows
+        themselves); a save per chunk cost an ``--all`` run 50 s (29 saves of a 42 MB state)."""
+        if time.monotonic() - self._saved >= SAVE_SOON:
+            self.save()
 
     def done(self, stage: str) -> Any | None:
         return self.stages.get(stage)

@@ -259,14 +259,14 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
     def characterise_all(run: int) -> dict[str, Explanation]:
         """Every scheme of todo against the suite; triggers of a mode against the suite as they see it."""
         if mode is None:
-            return characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save)
+            return characterise(orc, todo, bmap, suite, single, r_max, o, run, say, on_chunk=cp.save_soon)
         nbmap, nsuite = modes.narrowed(bmap, suite, mode)
         out: dict[str, Explanation] = {}
         for part, orc_, bm, su in (([i for i in todo if i not in mode.triggers], orc, bmap, suite),
                                    ([i for i in todo if i in mode.triggers], modes.InMode(orc, nbmap, r_max),
                                     nbmap, nsuite)):
             if part:
-                out.update(characterise(orc_, part, bm, su, single, r_max, o, run, say, on_chunk=cp.save))
+                out.update(characterise(orc_, part, bm, su, single, r_max, o, run, say, on_chunk=cp.save_soon))
         return out
 
     per_run = []
@@ -321,7 +321,7 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
         summary["shared"] = got
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
-                    lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save))
+                    lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save_soon))
         model = slots.with_slots(model, got)
         summary["slots"] = {"filler": got["filler"], "schemes": {i: d["slots"] for i, d in got["schemes"].items()}}
     if not counter and model.on_ports:
