@@ -403,23 +403,29 @@ def _mask_of(q: PortSet) -> int:
 def peak_load(mass: Mapping[PortSet, int]) -> float:
     """The value of :func:`bottleneck_of` as a float (the same float: each ratio and their
     maximum round alike), computed over bit masks for inner loops that try thousands of µop
-    multisets (the counter-free characterisation's placements of missed µops). The unions of
-    the µops' sets are built subset by subset, each set once."""
+    multisets (the counter-free characterisation's placements of missed µops).
+
+    With few distinct sets, over every subset S of them: mass(S) / |union(S)| is at most the
+    formula's value at union(S), and S = the µops inside the best Q attains it, so the maximum
+    is the formula's (:func:`~pmsolve.formula.evaluate_masks` does the same in numpy); the
+    subsets double set by set, with no sum over the µops per union. With many, over the unions
+    themselves, which overlapping sets keep far fewer than the subsets."""
     masks: dict[int, int] = {}
     for q, m in mass.items():
         b = _mask_of(q)
         masks[b] = masks.get(b, 0) + m
-    unions = {0}
+    if len(masks) <= 8:
+        unions, weights = [0], [0]
+        for u, m in masks.items():
+            unions += [c | u for c in unions]
+            weights += [w + m for w in weights]
+        return max(w / c.bit_count() for c, w in zip(unions[1:], weights[1:]))
+    closure = {0}
     for u in masks:
-        unions |= {c | u for c in unions}
-    unions.discard(0)
+        closure |= {c | u for c in closure}
+    closure.discard(0)
     items = list(masks.items())
-    best = 0.0
-    for q in unions:
-        v = sum(m for u, m in items if u & q == u) / q.bit_count()
-        if v > best:
-            best = v
-    return best
+    return max(sum(m for u, m in items if u & q == u) / q.bit_count() for q in closure)
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,18 @@ def test_peak_load_is_thm_5_2_in_floats(me):
     assert peak_load(m.uop_masses(e)) == float(brute_force(m, e))
 
 
+@given(st.lists(st.tuples(st.frozensets(st.sampled_from([str(p) for p in range(10)]), min_size=1), st.integers(1, 9)),
+                min_size=1, max_size=14))
+def test_peak_load_with_few_and_many_distinct_sets(items):
+    """Both of peak_load's routes (subsets of up to eight distinct sets, unions beyond) give
+    the float of Thm 5.2 (bottleneck_of, exact)."""
+    from pmsolve.model import bottleneck_of, peak_load
+    mass: dict = {}
+    for q, m in items:
+        mass[q] = mass.get(q, 0) + m
+    assert peak_load(mass) == float(bottleneck_of(mass)[0])
+
+
 @settings(max_examples=120, deadline=None)
 @given(mapping_and_experiment(max_ports=12), st.sampled_from(["highs", "scipy"]))
 def test_thm_5_2_formula_equals_lp(me, solver):
