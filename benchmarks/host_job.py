@@ -24,8 +24,8 @@
 6. Preparation: what the parent does per experiment while the worker measures (operand
    allocation and rendering, then GNU ``as`` for a batch of 48, the object file read in
    process), against the reference route of reading it with ``objcopy`` and ``nm`` (the rule
-   until 2026-12-07), and the worker's own time per experiment (the batch route of 1.): the
-   parent must stay below the worker, or the worker waits for it.
+   until 2026-12-07), beside the batch route's time per experiment (1.): the parent must stay
+   below the worker's share of it, or the worker waits for it.
 7. The job (skipped with ``--no-job``) (`pmsolve infer --profile …`) with its time and experiments per stage, the
    explainable inference's own stages included. ``--workdir`` keeps the measurement store, so
    a second run shows what a resumed run costs; without it a temporary folder is used.
@@ -218,8 +218,8 @@ def _ab_text(tp: dict, ab: dict) -> str:
               f"  assembly, object read here   {prep['assembly_ms']:6.2f} ms",
               f"  assembly, objcopy and nm     {prep['assembly_objcopy_nm_ms']:6.2f} ms   (reference route; "
               f"{prep['assembly_objcopy_nm_ms'] / prep['assembly_ms']:.2f}x)",
-              f"  the worker measures one in   {1000 / tp['batch']:6.2f} ms   (one batch, above): the parent's "
-              f"{prep['allocation_ms'] + prep['assembly_ms']:.2f} ms must stay below it"]
+              f"  one batch takes per one      {1000 / tp['batch']:6.2f} ms   (above, worker and parent together): "
+              f"the parent's {prep['allocation_ms'] + prep['assembly_ms']:.2f} ms must stay below the worker's share"]
     for what, res in ab.items():
         routes = [r for r in res if r not in ("experiments", "routes_apart")]
         lines.append(f"{what} ({res['experiments']} experiments measured twice each way, interleaved):")
