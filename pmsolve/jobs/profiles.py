@@ -112,7 +112,7 @@ def not_blocking(catalogue: Catalogue, names: list[str]) -> tuple[str, ...]:
       GPR forms characterised against it (benchmarks/RESULTS.md §1.31);
     * forms on mask registers alone (``kandw k, k, k``, ``kmovw k, k``): they share the vector
       pipes, but beside them vector forms of several cycles' latency run slower by a share of a
-      µop that no port placement gives. On a Zen 5 two of any of five such forms take 1.0 cycle,
+      µop that no port placement gives. On a Zen 5 two of any of six such forms take 1.0 cycle,
       with one ``vaddpd ymm`` 1.31 (1.0 on disjoint ports, 1.5 on shared ones), with one
       ``vfmadd132ps ymm`` 1.33-1.35, with one ``vpaddd ymm`` (one cycle's latency) 1.00; as
       blocking instructions they made about 1,450 vector forms of an ``--all`` run misfits that
