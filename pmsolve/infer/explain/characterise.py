@@ -828,22 +828,17 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     sets = {q for _, q in suite}
     if len(u) > max_ports:
         return [], []
-    # Thm 5.2 on the µop masses, not a compiled model per candidate: there are thousands
+    # Thm 5.2 on the µop masses (_times), not a compiled model per candidate: there are thousands
     counts = dict(check.items())
     others = {b: n for b, n in counts.items() if b != i}
     rest = blocking.uop_masses(Experiment(others)) if others else {}
     a = counts[i]
-
-    def t_of(mass: dict[frozenset[str], int], size: int) -> float:
-        return max(peak_load(mass), size / r_max if r_max else 0.0)
+    alone, rests = Experiment({i: 1}), {check: rest}
 
     def fits(f: dict[frozenset[str], int]) -> bool:
-        if abs(t_of(f, 1) - tp) > max(o.epsilon, o.tolerance * tp):
+        if abs(_times(blocking, i, f, [alone], r_max, rests)[0] - tp) > max(o.epsilon, o.tolerance * tp):
             return False
-        mass = dict(rest)
-        for q, n in f.items():
-            mass[q] = mass.get(q, 0) + a * n
-        return abs(t_of(mass, check.size) - measured) <= o.tolerance * measured
+        return abs(_times(blocking, i, f, [check], r_max, rests)[0] - measured) <= o.tolerance * measured
 
     # one candidate per shape, the fit checked first (the shape of every candidate cost the
     # Emerald Rapids `--all` replay most of its time): renaming twins changes neither time when
