@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pmsolve.harness.assemble import _hi16, assemble, frame  # noqa: E402
+from pmsolve.harness.assemble import assemble, source  # noqa: E402
 from pmsolve.harness.hardware import HardwareOracle, HarnessSettings, available  # noqa: E402
 from pmsolve.isa.catalogue import load_catalogue  # noqa: E402
 from pmsolve.jobs import profiles  # noqa: E402
@@ -132,11 +132,9 @@ def preparation(n: int, seed: int, per_batch: int = 48) -> dict:
     tools = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for b in batches:
-            src = ["    .text"] + [frame().replace("{name}", k).replace("{hi16}", _hi16(v)).replace("{body}", v)
-                                   for k, v in b.items()]
             s_file, o_file = Path(tmp) / "k.s", Path(tmp) / "k.o"
             t = time.perf_counter()
-            s_file.write_text("\n".join(src) + "\n")
+            s_file.write_text(source(b))
             subprocess.run(["as", "--64", "-o", str(o_file), str(s_file)], check=True)
             subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(o_file), str(Path(tmp) / "k.bin")],
                            check=True)

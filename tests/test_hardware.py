@@ -24,7 +24,7 @@ from dataclasses import replace
 import pytest
 
 from pmsolve.errors import MeasurementError, ValidationError
-from pmsolve.harness.assemble import _hi16, assemble, elf_text, frame
+from pmsolve.harness.assemble import assemble, elf_text, source
 from pmsolve.harness.hardware import (BASELINE_SAMPLES, FLOOR_MARGIN, REFERENCES, STALE_AFTER, HardwareOracle,
                                       HardwareMeasurement, HarnessSettings, _faster, available, densest, floored,
                                       LOWER_AFTER, lower_baseline, published_speeds, relative_spread, settled_baseline,
@@ -649,9 +649,7 @@ def test_the_object_file_reader_agrees_with_objcopy_and_nm(tmp_path):
     the same bytes, and the same offset for every kernel, on a batch of three frames."""
     kernels = {"k_a": "    addq $1, %rax", "k_b": "    vaddpd %ymm1, %ymm2, %ymm3\n    imulq %rbx, %rax",
                "k_c": "    movq %rax, 64(%r14)"}
-    src = ["    .text"] + [frame().replace("{name}", n).replace("{hi16}", _hi16(t)).replace("{body}", t)
-                           for n, t in kernels.items()]
-    (tmp_path / "k.s").write_text("\n".join(src) + "\n")
+    (tmp_path / "k.s").write_text(source(kernels))
     obj, binary = tmp_path / "k.o", tmp_path / "k.bin"
     subprocess.run(["as", "--64", "-o", str(obj), str(tmp_path / "k.s")], check=True)
     subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(obj), str(binary)], check=True)

@@ -53,16 +53,21 @@ def _hi16(body: str) -> str:
     return "\n    ".join(f"vmovups {4608 + 64 * i}(%r14), %{width}{16 + i}" for i in range(16))
 
 
-def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:
-    """Assemble kernels (label -> body text) in one GNU as call; return the flat code and
-    each label's offset. Raises MeasurementError with the assembler's message on failure."""
+def source(kernels: dict[str, str]) -> str:
+    """The assembler source of a batch: each kernel (label -> body text) in the frame."""
     tmpl = frame()
     src = ["    .text"]
     for name, text in kernels.items():
         src.append(tmpl.replace("{name}", name).replace("{hi16}", _hi16(text)).replace("{body}", text))
+    return "\n".join(src) + "\n"
+
+
+def assemble(kernels: dict[str, str]) -> tuple[bytes, dict[str, int]]:
+    """Assemble kernels (label -> body text) in one GNU as call; return the flat code and
+    each label's offset. Raises MeasurementError with the assembler's message on failure."""
     with tempfile.TemporaryDirectory(prefix="pmsolve-as-") as tmp:
         s, o = Path(tmp) / "k.s", Path(tmp) / "k.o"
-        s.write_text("\n".join(src) + "\n")
+        s.write_text(source(kernels))
         p = _run(["as", "--64", "-o", str(o), str(s)])
         if p.returncode:
             raise MeasurementError("GNU as rejected the kernel: " + " | ".join(p.stderr.strip().splitlines()[:3]))
