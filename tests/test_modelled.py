@@ -423,3 +423,24 @@ def test_a_scheme_of_two_front_end_slots_is_found_by_its_probe_and_mixes_count_t
     assert [res.model.inverse_throughput(e, 4) for e in mixes] == pytest.approx(oracle.measure(mixes))
     again = ModelledMapping.from_json(json.loads(json.dumps(res.model.to_json()))).schemes["w"]
     assert (again.slots, again.slots_witness) == (2, res.model.schemes["w"].slots_witness)
+
+
+def test_experiments_beside_another_misfit_do_not_lower_a_cost():
+    """Zen 5's vmovntdq m128, xmm: 18-40 cycles per copy in 43 of its 48 experiments, 1.0 in the
+    few beside another non-temporal store (a tenth of them, enough for :func:`bound` to lower its
+    cost); its mixes with mapped schemes take its time alone, and so must its prediction."""
+    from pmsolve.infer.explain.complete import bound, complete
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    mapping = PortMapping(PORTS, {"a": [(f({"0", "1"}), 1)], "b": [(f({"2", "3"}), 1)]})
+    measured = {Experiment({"nt": 1}): 20.0, Experiment({"nt": 1, "nu": 1}): 2.0, Experiment({"nt": 2, "nu": 2}): 4.0}
+    for k in range(1, 9):
+        measured[Experiment({"nt": 1, "a": k})] = 20.0
+        measured[Experiment({"nt": 1, "b": k})] = 20.5
+    assert bound("nt", 20.0, list(measured.items())) == 2     # what the cost was
+    odd = Misfit("outside the model", "slower alone than any µops on the blocked ports")
+    model, _ = complete(mapping, {"a": Explanation(), "b": Explanation(), "nt": Explanation(misfit=odd)},
+                        {"nt": {"tp": 20.0}}, measured, 4)
+    assert model.schemes["nt"].cost == 20 and model.schemes["nt"].evidence == (17, 17)
+    assert model.inverse_throughput(Experiment({"nt": 1, "a": 2, "b": 3}), 4) == 20

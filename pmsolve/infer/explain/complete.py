@@ -23,7 +23,11 @@ The cost is its measured time alone, unless experiments with it ran faster per c
 of its own is a lower bound on every mix (tp⁻¹ ≥ n·cost), so the cost is the largest bound that
 the measurements allow: lowered to the per-copy time of the second-fastest experiment that
 undercuts its time alone by more than 5 %, where at least two and a tenth of them do (so a few
-too-fast samples do not decide). Zen 3's
+too-fast samples do not decide). Only the experiments it is judged on count (beside mapped schemes
+alone): beside another scheme outside the port model, the two may interact as no private resource
+can say (Zen 5's ``vmovntdq m128, xmm``: 18-40 cycles per copy in 43 of its 48 experiments, 1.0 in
+the four beside another non-temporal store, which lowered its cost to 1.0 and made a held-out mix
+that took 22 cycles 1.0, run a18). Zen 3's
 ``vdivps``: 3.5 cycles alone and beside one other instruction, 2.5-3.0 in mixes of three or more,
 which is what code looks like. With nothing beside it, a modelled scheme takes its measured time
 alone (``alone``): its cost may be lower, and µops found on ports that its own singleton
@@ -83,12 +87,12 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         if t is None or not (t == t and t > 0):
             none[i] = x.misfit.reason if x.misfit is not None else "no µops and no measurement alone"
             continue
-        cost = bound(i, t, with_i.get(i, []))
+        exps = _judged_on(i, t, with_i, mapped)
+        cost = bound(i, t, exps)
         alone = Fraction(t).limit_denominator(1000)
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
-        exps = _judged_on(i, t, with_i, mapped)
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
         unit = x.misfit.unit if x.misfit is not None else ()
         if unit and set(unit) <= ports and (k := unit_uops(cost, len(unit))) > 0:
