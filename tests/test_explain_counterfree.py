@@ -1240,6 +1240,71 @@ def test_a_resumed_characterisation_paces_itself_on_the_chunks_it_measures(monke
     assert "(" not in next(m for m in lines if "4/8" in m).split("characterised")[1], lines
 
 
+def test_chunks_characterised_two_at_a_time_come_out_as_one_at_a_time(monkeypatch):
+    """The characterisation analyses one chunk while the worker measures the other's batch, in
+    threads (:mod:`pmsolve.infer.explain.overlap`): on a noisy machine, with chunks of two
+    schemes and through a store, every explanation, its witnesses and the experiments measured
+    must be those of one chunk at a time."""
+    from pmsolve.harness.cache import CachingOracle
+    from pmsolve.infer.explain import overlap
+    from pmsolve.infer.explain.characterise import characterise
+
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    schemes = {f"x{i}": [(s(i % 3, 3), 1 + i % 2)] + ([(s(4), 1)] if i % 4 == 0 else []) for i in range(8)}
+    schemes["odd"] = [(s(0), 3), (s(0, 1, 2, 3), 2)]
+    truth, blocking, suite = _blocked_machine(5, {"b0": s(0), "b1": s(1), "b2": s(2), "b3": s(3), "b4": s(4),
+                                                  "alu": s(0, 1, 2, 3)}, schemes)
+    o = ExplainOptions(r_max=4).resolved(False)
+    names = sorted(schemes)
+    runs = []
+    for depth in (2, 1):
+        monkeypatch.setattr(overlap, "DEPTH", depth)
+        orc = CachingOracle(SimulatedOracle(truth, r_max=4, noise=0.01, seed=3))
+        single = {i: {"tp": orc.measure([Experiment({i: 1})])[0], "uops": None} for i in names}
+        out = characterise(orc, names, blocking, suite, single, 4, o, 0, lambda m: None, chunk=2)
+        runs.append(({i: x.to_json() for i, x in out.items()}, set(orc.known())))
+    assert runs[0] == runs[1]
+    assert sum(x.misfit is None for x in out.values()) >= 6
+
+
+def test_overlapped_chunks_stop_cleanly_on_an_error():
+    """A chunk that fails stops the run with its error, in order, and the chunk waiting for a
+    measurement meanwhile is let go (no thread left waiting on a batch no one measures)."""
+    import threading
+
+    from pmsolve.infer.explain.overlap import Stopped, overlapped
+
+    class Echo:
+        def measure(self, exps):
+            return [float(e.size) for e in exps]
+
+    seen: list = []
+
+    def good(via):
+        for k in range(50):
+            via.measure([Experiment({"a": 1})])
+        return "good"
+
+    def bad(via):
+        via.measure([Experiment({"a": 1})])
+        raise ValueError("the analysis failed")
+
+    def waiting(via):
+        try:
+            while True:
+                via.measure([Experiment({"a": 1, "b": 1})])
+        except Stopped:
+            seen.append("stopped")
+            raise
+
+    assert list(overlapped(Echo(), [good, good, good])) == ["good"] * 3
+    out = overlapped(Echo(), [good, bad, waiting])
+    assert next(out) == "good"
+    with pytest.raises(ValueError, match="analysis failed"):
+        next(out)
+    assert seen == ["stopped"] and not [t for t in threading.enumerate() if t.name.startswith("pmsolve-chunk")]
+
+
 # ----------------------------------------------------------------------------- the AVX-512 mode
 
 def _icelake_like(mode: bool, load_trigger: bool = False) -> PortMapping:
