@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations_with_replacement
@@ -386,21 +385,18 @@ def bottleneck_of(mass: Mapping[PortSet, int]) -> tuple[Fraction, PortSet]:
 
 
 #: port -> bit and port set -> bit mask for :func:`peak_load`, shared by every call: its inner
-#: loops pass the same few sets thousands of times (new entries under a lock: the
-#: characterisation's chunks run in threads, and two new ports must not get one bit)
+#: loops pass the same few sets thousands of times
 _PORT_BIT: dict[str, int] = {}
 _SET_MASK: dict[PortSet, int] = {}
-_NEW_MASK = threading.Lock()
 
 
 def _mask_of(q: PortSet) -> int:
     m = _SET_MASK.get(q)
     if m is None:
-        with _NEW_MASK:
-            m = 0
-            for p in q:
-                m |= 1 << _PORT_BIT.setdefault(p, len(_PORT_BIT))
-            _SET_MASK[q] = m
+        m = 0
+        for p in q:
+            m |= 1 << _PORT_BIT.setdefault(p, len(_PORT_BIT))
+        _SET_MASK[q] = m
     return m
 
 

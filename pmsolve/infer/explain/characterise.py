@@ -41,7 +41,6 @@ import numpy as np
 from pmsolve.errors import MeasurementError
 from pmsolve.harness.layouts import scaled
 from pmsolve.infer.explain.options import ExplainOptions
-from pmsolve.infer.explain.overlap import overlapped
 from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.witnesses import Explanation, Misfit, Witness, uop_key
 from pmsolve.model import Experiment, PortMapping, Uop, bottleneck_of, peak_load, sort_ports
@@ -200,34 +199,26 @@ def characterise(oracle: Any, insns: list[str], blocking: PortMapping, suite: Su
                  r_max: float | None, o: ExplainOptions, run: int, progress: Progress, chunk: int = 200,
                  on_chunk: Callable[[], None] | None = None) -> dict[str, Explanation]:
     """One run of the characterisation over ``insns``; measurements in batches of ``chunk``
-    schemes, two chunks at once (:mod:`~pmsolve.infer.explain.overlap`; ``on_chunk`` is called
-    after each, in order, to checkpoint)."""
+    schemes (``on_chunk`` is called after each, to checkpoint)."""
     counted = all(single[i].get("uops") is not None for i in insns)
     plans = plan(insns, suite, single, o, run) if counted else {}
     out: dict[str, Explanation] = {}
 
-    def with_counter(via: Any, part: list[str]) -> dict[str, Explanation]:
+    def with_counter(part: list[str]) -> dict[str, Explanation]:
         exps = [e for i in part for b, _, k in plans[i] for e in (Experiment({b: k, i: 1}), Experiment({b: k}))]
-        via.measure(exps)  # one batch; the values are read back from the cache below
-        return {i: _counted(via, i, plans[i], blocking, single[i], r_max, o) for i in part}
+        oracle.measure(exps)  # one batch; the values are read back from the cache below
+        return {i: _counted(oracle, i, plans[i], blocking, single[i], r_max, o) for i in part}
 
-    def job(part: list[str]) -> Callable[[Any], dict[str, Explanation]]:
-        def work(via: Any) -> dict[str, Explanation]:   # via: what the chunk's thread measures through
-            return measurable(part, (lambda p: with_counter(via, p)) if counted else
-                              lambda p: _uncounted(via, p, blocking, suite, single, r_max, o, run))
-        return work
-
-    parts = [insns[lo:lo + chunk] for lo in range(0, len(insns), chunk)]
-    t0, done0, done, before = time.monotonic(), 0, 0, getattr(oracle, "measured", None)   # a CachingOracle's count
-    for part, res in zip(parts, overlapped(oracle, [job(p) for p in parts])):
-        out.update(res)
+    t0, done0 = time.monotonic(), 0
+    for lo in range(0, len(insns), chunk):
+        part, before = insns[lo:lo + chunk], getattr(oracle, "measured", None)   # a CachingOracle's count
+        out.update(measurable(part, with_counter if counted else
+                              lambda p: _uncounted(oracle, p, blocking, suite, single, r_max, o, run)))
         if on_chunk:
             on_chunk()
-        done += len(part)
-        now = getattr(oracle, "measured", None)
-        if before is not None and now == before:
+        done = min(lo + chunk, len(insns))
+        if before is not None and oracle.measured == before:
             t0, done0 = time.monotonic(), done    # answered from the store (a resumed run): no pace to learn from
-        before = now
         progress(f"  run {run + 1}: {done}/{len(insns)} schemes characterised"
                  + pace(time.monotonic() - t0, done - done0, len(insns) - done0))
     derived, wrong = at_port_rate(oracle, derived_blockers(out, suite, o) if not counted else {}, suite, blocking,
