@@ -27,6 +27,7 @@ Misfits carry the experiments that show why.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -1006,9 +1007,17 @@ def canonical(f: dict[frozenset[str], int], groups: list[list[str]], limit: int 
 
     Ports of a group that lie in the same sets of ``f`` (the unused ones, above all) swap
     without changing it, so only the distinct arrangements of their columns are tried: the
-    ``--all`` characterisation spent over half its time here trying every permutation."""
+    ``--all`` characterisation spent over half its time here trying every permutation. Schemes
+    share their candidate usages and the groups, so forms are cached (a pure function)."""
+    return _canonical(frozenset(f.items()), tuple(map(tuple, groups)), limit)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _canonical(f_items: frozenset[tuple[frozenset[str], int]], all_groups: tuple[tuple[str, ...], ...],
+               limit: int) -> tuple:
+    f = dict(f_items)
     used = set().union(*f) if f else set()
-    groups = [g for g in groups if used & set(g)]
+    groups = [list(g) for g in all_groups if used & set(g)]
     rank = {p: k for k, p in enumerate(sort_ports(used.union(*map(set, groups))))}
     items = list(f.items())
 
