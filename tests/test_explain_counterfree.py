@@ -1433,9 +1433,9 @@ def test_canonical_is_the_least_form_over_every_renaming(case):
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_placement_times_on_uop_masses_are_the_compiled_models_times(data):
-    """characterise._times (Thm 5.2 on µop masses, a cache of the blocking instructions' part)
+    """characterise._time (Thm 5.2 on µop masses, a cache of the blocking instructions' part)
     against a PortMapping compiled per placement and the batch evaluator (the rule before)."""
-    from pmsolve.infer.explain.characterise import _times
+    from pmsolve.infer.explain.characterise import _time
     ports = [str(p) for p in range(data.draw(st.integers(2, 7)))]
     port_sets = st.frozensets(st.sampled_from(ports), min_size=1)
     blockers = {f"b{k}": [(data.draw(port_sets), data.draw(st.integers(1, 2)))] for k in range(data.draw(st.integers(1, 4)))}
@@ -1448,4 +1448,5 @@ def test_placement_times_on_uop_masses_are_the_compiled_models_times(data):
     for _ in range(3):   # several placements share the cache
         f = {data.draw(port_sets): data.draw(st.integers(1, 3)) for _ in range(data.draw(st.integers(1, 3)))}
         compiled = PortMapping(ports, {**blockers, "i": list(f.items())})
-        assert _times(blocking, "i", f, es, r_max, rests) == [float(v) for v in batch_inverse_throughput([(compiled, e) for e in es], r_max)]
+        assert [_time(blocking, "i", f, e, r_max, rests) for e in es] == [
+            float(v) for v in batch_inverse_throughput([(compiled, e) for e in es], r_max)]

@@ -804,29 +804,26 @@ def _worst_error(blocking: PortMapping, i: str, f: dict[frozenset[str], int], po
     placement over its whole pool were a quarter of a replay's characterisation)."""
     worst = 0.0
     for x in pool:
-        err = abs(values[x] - _times(blocking, i, f, [x], r_max, rests)[0]) / values[x]
+        err = abs(values[x] - _time(blocking, i, f, x, r_max, rests)) / values[x]
         if err > limit:
             return err
         worst = max(worst, err)
     return worst
 
 
-def _times(blocking: PortMapping, i: str, f: dict[frozenset[str], int], es: list[Experiment], r_max: float | None,
-           rests: dict[Experiment, dict[frozenset[str], int]]) -> list[float]:
-    """tp⁻¹ of experiments of i and blocking instructions, i with the µops f: Thm 5.2 on the µop
+def _time(blocking: PortMapping, i: str, f: dict[frozenset[str], int], e: Experiment, r_max: float | None,
+          rests: dict[Experiment, dict[frozenset[str], int]]) -> float:
+    """tp⁻¹ of an experiment of i and blocking instructions, i with the µops f: Thm 5.2 on the µop
     masses (the blocking instructions' part of each experiment kept in ``rests``), not a model
     compiled per placement (that took a quarter of an ``--all`` characterisation's analysis)."""
-    out = []
-    for e in es:
-        rest = rests.get(e)
-        if rest is None:
-            others = {b: n for b, n in e.items() if b != i}
-            rest = rests[e] = blocking.uop_masses(Experiment(others)) if others else {}
-        mass, a = dict(rest), e[i]
-        for q, n in f.items():
-            mass[q] = mass.get(q, 0) + a * n
-        out.append(max(peak_load(mass), float(e.size / r_max) if r_max else 0.0))
-    return out
+    rest = rests.get(e)
+    if rest is None:
+        others = {b: n for b, n in e.items() if b != i}
+        rest = rests[e] = blocking.uop_masses(Experiment(others)) if others else {}
+    mass, a = dict(rest), e[i]
+    for q, n in f.items():
+        mass[q] = mass.get(q, 0) + a * n
+    return max(peak_load(mass), float(e.size / r_max) if r_max else 0.0)
 
 
 def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experiment, measured: float,
@@ -844,7 +841,7 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     sets = {q for _, q in suite}
     if len(u) > max_ports:
         return [], []
-    # Thm 5.2 on the µop masses (_times), not a compiled model per candidate: there are thousands
+    # Thm 5.2 on the µop masses (_time), not a compiled model per candidate: there are thousands
     counts = dict(check.items())
     others = {b: n for b, n in counts.items() if b != i}
     rest = blocking.uop_masses(Experiment(others)) if others else {}
@@ -852,9 +849,9 @@ def missed_candidates(i: str, found: dict[frozenset[str], int], check: Experimen
     alone, rests = Experiment({i: 1}), {check: rest}
 
     def fits(f: dict[frozenset[str], int]) -> bool:
-        if abs(_times(blocking, i, f, [alone], r_max, rests)[0] - tp) > max(o.epsilon, o.tolerance * tp):
+        if abs(_time(blocking, i, f, alone, r_max, rests) - tp) > max(o.epsilon, o.tolerance * tp):
             return False
-        return abs(_times(blocking, i, f, [check], r_max, rests)[0] - measured) <= o.tolerance * measured
+        return abs(_time(blocking, i, f, check, r_max, rests) - measured) <= o.tolerance * measured
 
     # one candidate per shape, the fit checked first (the shape of every candidate cost the
     # Emerald Rapids `--all` replay most of its time): renaming twins changes neither time when
