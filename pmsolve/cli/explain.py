@@ -11,6 +11,7 @@ from pmsolve.cli.flags import add_json_argument
 from pmsolve.cli.output import emit_json
 from pmsolve.errors import FormatError, PmsolveError, UnknownNameError
 from pmsolve.formats import parse_json_text, read_text_file
+from pmsolve.infer.explain.reads import text as reads_text
 from pmsolve.infer.explain.shared import text as shared_text
 from pmsolve.infer.explain.witnesses import Explanation
 from pmsolve.jobs.report import queues_chosen
@@ -82,6 +83,8 @@ def _show(args: argparse.Namespace, ex: dict[str, Any]) -> int:
         if (ex.get("shared") or {}).get("resources"):
             print("shared resources (schemes hold them for a time per copy, adding up):\n  "
                   + shared_text(ex["shared"]).replace("\n", "\n  "))
+        if (ex.get("reads") or {}).get("hold"):
+            print(reads_text(ex["reads"]))
         if chosen := queues_chosen(ex.get("queues")):
             print(f"scheduling queues {chosen}")
         print(f"peak IPC {ex.get('r_max')}; blocking suite: " +

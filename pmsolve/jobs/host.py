@@ -52,7 +52,7 @@ from pmsolve.infer.explain.units import ports_of
 from pmsolve.infer.pmevo import PmevoOptions, infer as pmevo_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
-from pmsolve.jobs.report import certified_text, mode_text, queues_text, shared_text, units_text
+from pmsolve.jobs.report import certified_text, mode_text, queues_text, reads_text, shared_text, units_text
 from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.modelled import PORT_KINDS, ModelledMapping
@@ -220,6 +220,7 @@ class HostReport:
                 "units": units,
                 "mode": self.result.summary.get("mode") if self.result is not None else None,
                 "shared": self.result.summary.get("shared") if self.result is not None else None,
+                "reads": self.result.summary.get("reads") if self.result is not None else None,
                 "queues": self.result.summary.get("queues") if self.result is not None else None,
                 "port_names": list(self.mapping.ports) if self.mapping else [],
                 "models": [m.to_json() for m in self.models], "accuracy": self.accuracy(),
@@ -621,7 +622,7 @@ def render(report: HostReport) -> str:
     lines = [f"machine: {report.machine}",
              f"profile {report.config.profile}, method {report.config.method}: {len(doc['schemes'])} schemes mapped "
              f"on {doc['ports']} ports{units_text(doc['units'])}{mode_text(doc.get('mode'))}{shared_text(doc.get('shared'))}"
-             f"{queues_text(doc.get('queues'))} "
+             f"{reads_text(doc.get('reads'))}{queues_text(doc.get('queues'))} "
              f"(front end {doc['r_max']} instructions/cycle), "
              f"{sum(len(v) for v in doc['misfits'].values())} misfits"
              + (" (" + ", ".join(f"{k} {len(v)}" for k, v in doc["misfits"].items()) + ")" if doc["misfits"] else "")

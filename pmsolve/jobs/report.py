@@ -224,6 +224,22 @@ def _shared(shared: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _reads(reads: dict[str, Any] | None) -> list[str]:
+    """Transfers beside three-source forms (:mod:`pmsolve.infer.explain.reads`): the reference
+    pair, and what the members hold."""
+    if not (reads or {}).get("hold"):
+        return []
+    hold = ", ".join(f"{i} {t:.3g}" for i, t in sorted(reads["hold"].items(), key=lambda x: -x[1])[:12])
+    beside = ", ".join(f"{i} {t:.3g}" for i, t in sorted(reads["beside"].items(), key=lambda x: -x[1])[:12])
+    return ["<h2>Transfers beside three-source forms</h2><p>Stores and moves out of the vector registers "
+            "(<i>transfers</i>) and forms that read three vector registers slow each other where the ports do "
+            f"not: <code>{_e(reads.get('why'))}</code>. A mix with a transfer takes at least the sum of what its "
+            f"members hold; {len(reads['context'])} transfers, {len(reads['beside'])} schemes that hold it beside "
+            f"one, {len(reads.get('left_out', []))} left out by their checks.</p>",
+            f"<p>transfers (largest first): {_e(hold)}{', …' if len(reads['hold']) > 12 else ''}<br>"
+            f"beside a transfer: {_e(beside)}{', …' if len(reads['beside']) > 12 else ''}</p>"]
+
+
 def _prediction(p: dict[str, Any] | None) -> str:
     if not p:
         return "<br><b>no prediction</b>"
@@ -259,6 +275,15 @@ def shared_text(shared: dict | None) -> str:
     return (f"; {len(found)} shared resource{'s' if len(found) > 1 else ''} ("
             + "; ".join(f"{r['name']}: {r['first']} and {len(members(r)) - 1} other(s)"
                         for r in found) + ")")
+
+
+def reads_text(reads: dict | None) -> str:
+    """'; transfers and three-source forms share reads (281 transfers, 1329 beside them)' or '':
+    :mod:`pmsolve.infer.explain.reads` in a line."""
+    if not (reads or {}).get("hold"):
+        return ""
+    return (f"; transfers and three-source forms share {reads.get('name', 'reads')} ({len(reads['context'])} transfers, "
+            f"{len(reads['beside'])} schemes beside them)")
 
 
 def queues_text(queues: dict | None) -> str:
@@ -329,7 +354,8 @@ def render_html(doc: dict[str, Any]) -> str:
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
            f"<p>profile <b>{_e(doc.get('profile'))}</b>, method <b>{_e(doc.get('method'))}</b>, "
            f"{_e(doc.get('ports', '?'))} ports inferred{_e(units_text(doc.get('units', [])))}"
-           f"{_e(mode_text(doc.get('mode')))}{_e(shared_text(doc.get('shared')))}{_e(queues_text(doc.get('queues')))}, "
+           f"{_e(mode_text(doc.get('mode')))}{_e(shared_text(doc.get('shared')))}{_e(reads_text(doc.get('reads')))}"
+           f"{_e(queues_text(doc.get('queues')))}, "
            f"front end {_e(doc.get('r_max'))} instructions per cycle; "
            f"{_e(len(doc.get('schemes', [])))} schemes mapped, "
            f"{_e(sum(len(v) for v in doc.get('misfits', {}).values()))} misfits"
@@ -363,6 +389,7 @@ def render_html(doc: dict[str, Any]) -> str:
     out.append("</table>")
     out += _predictions(doc.get("predictions"))
     out += _shared(doc.get("shared"))
+    out += _reads(doc.get("reads"))
     out += _queues(doc.get("queues"))
     out.append("<h2>Misfits</h2>")
     for category, items in doc.get("misfits", {}).items():

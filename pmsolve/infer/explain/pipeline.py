@@ -20,6 +20,8 @@
 9c. ``shared``     — without a counter: slow schemes that add up where their own costs would take
                      the longer (a load path, a divider), and what other schemes hold of them beside
                      (:mod:`~pmsolve.infer.explain.shared`);
+9d. ``reads``      — without a counter: vector stores and moves beside three-source forms, which
+                     slow each other where the ports do not (:mod:`~pmsolve.infer.explain.reads`);
 10. ``slots``      — without a counter: every scheme once beside R_max blocking instructions shows
                      how many front-end slots it takes (:mod:`~pmsolve.infer.explain.slots`);
 11. ``queues``     — without a counter: whether scheduling queues in front of four ports explain the
@@ -43,7 +45,7 @@ from typing import Any
 from pmsolve.errors import MeasurementError, UnknownNameError, ValidationError
 from pmsolve.fileio import atomic_write_text
 from pmsolve.formats import mapping_from_json, mapping_to_json
-from pmsolve.infer.explain import modes, queues, shared, slots, stages
+from pmsolve.infer.explain import modes, queues, reads, shared, slots, stages
 from pmsolve.infer.explain.blocking import blockers, infer_blocking, port_names
 from pmsolve.infer.explain.certify import certify
 from pmsolve.infer.explain.characterise import characterise
@@ -319,6 +321,13 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                                 frozenset(i for i, *_ in got.get("serial", ())))
         model = rescored(model, measured, r_max, model.serial)
         summary["shared"] = got
+        got = stage(f"reads ({o.characterisation_key()})",
+                    lambda: _reads(orc, model, {i: (single.get(i) or {}).get("tp") for i in model.schemes},
+                                   r_max, o, say))
+        if (res := reads.resource(got)) is not None:
+            model = ModelledMapping(model.mapping, model.schemes, model.mode, (*model.shared, res), model.serial)
+        summary["reads"] = {k: v for k, v in got.items() if k != "witnesses"}
+        say(f"  {reads.text(got)}")
     if not counter and r_max is not None and bmap.uops:
         got = stage(f"slots ({o.characterisation_key()})",
                     lambda: slots.measure(orc, model, bmap, r_max, list(model.schemes), say, on_chunk=cp.save_soon))
@@ -399,6 +408,17 @@ def _shared(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: f
     except MeasurementError as err:
         say(f"  no shared resources: their experiments could not be measured ({str(err)[:160]})")
         return {"resources": [], "left_out": [], "serial": []}
+
+
+def _reads(oracle: Any, model: ModelledMapping, alone: dict[str, Any], r_max: float, o: ExplainOptions,
+           say: Callable[[str], None]) -> dict[str, Any]:
+    """The reads stage (:mod:`~pmsolve.infer.explain.reads`); none when its experiments cannot be measured."""
+    try:
+        return reads.find(oracle.measure, model, alone, r_max, o, reads.candidates(model.schemes), say)
+    except MeasurementError as err:
+        say(f"  no {reads.NAME} resource: its experiments could not be measured ({str(err)[:160]})")
+        return {"transfer": None, "three_source": None, "hold": {}, "beside": {}, "context": [], "witnesses": [],
+                "left_out": [], "why": "its experiments could not be measured"}
 
 
 def _queues(oracle: Any, model: ModelledMapping, r_max: float | None, say: Callable[[str], None]) -> dict[str, Any]:

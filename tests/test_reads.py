@@ -1,0 +1,106 @@
+"""The reads stage (pmsolve/infer/explain/reads.py): transfers out of the vector registers and
+three-source forms that slow each other where the ports do not (the Zen 5's stores beside
+merge-masked forms, benchmarks/RESULTS.md §1.34), found by measurement on a simulated truth."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+from pmsolve.harness.simulated import SimulatedOracle
+from pmsolve.infer.explain import ExplainOptions
+from pmsolve.infer.explain.reads import candidates, find, resource
+from pmsolve.model import Experiment, PortMapping
+from pmsolve.modelled import ModelledMapping, SchemeModel, Shared
+from pmsolve.throughput import batch_inverse_throughput
+
+F = Fraction
+
+
+def _s(*p):
+    return frozenset(str(x) for x in p)
+
+
+#: four vector pipes 0-3, two store-data ports 4-5; st/st2/mv move data out (one µop each), cv is
+#: a store with a µop of its own before it; k4, k2 read three vector registers, fk too and is a
+#: transfer as well (the Zen 5's merge-masked FMA132 and vblendv); a4, a2 read two
+TRUTH = PortMapping(["0", "1", "2", "3", "4", "5"], {
+    "st": [(_s(4, 5), 1)], "st2": [(_s(4, 5), 1)], "mv": [(_s(4, 5), 1)], "cv": [(_s(0, 2), 1), (_s(4, 5), 1)],
+    "k4": [(_s(0, 1, 2, 3), 1)], "k2": [(_s(2, 3), 1)], "fk": [(_s(0, 1), 1)],
+    "a4": [(_s(0, 1, 2, 3), 1)], "a2": [(_s(0, 1), 1)]})
+READS = Shared("reads", {"st": F(1, 2), "st2": F(1, 2), "mv": F(1, 2)}, {"k4": F(1, 2), "k2": F(1, 2), "fk": F(1, 2)},
+               frozenset({"st", "st2", "mv", "fk"}))
+CANDS = {"transfers": ["st", "st2"], "three_source": ["k4", "k2", "fk"], "vector": sorted(TRUTH.uops)}
+O = ExplainOptions().resolved(counter=False)
+
+
+class _Reads(SimulatedOracle):
+    """The port truth, and no faster than ``paths``; ``unless``: experiments that run at their
+    port bound whatever the paths say."""
+
+    def __init__(self, *a, paths=(READS,), unless=lambda e: False, pairs=None, **kw):
+        super().__init__(*a, **kw)
+        self.paths, self.unless, self.pairs = paths, unless, pairs or {}
+
+    def measure(self, experiments):
+        exps = list(experiments)
+        self.queries += len(exps)
+        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
+        return [self.pairs.get(e) or (float(b) if self.unless(e) else max([float(b), *(float(p.time(e)) for p in self.paths)]))
+                for b, e in zip(base, exps)]
+
+
+def _model():
+    return ModelledMapping(TRUTH, {i: SchemeModel("mapped") for i in TRUTH.uops})
+
+
+def _alone(oracle):
+    names = sorted(TRUTH.uops)
+    return dict(zip(names, oracle.measure([Experiment({i: 1}) for i in names])))
+
+
+def test_finds_the_transfers_and_the_three_source_forms_and_predicts_mixes():
+    oracle = _Reads(TRUTH, r_max=8)
+    found = find(oracle.measure, _model(), _alone(oracle), 8, O, CANDS)
+    assert (found["transfer"], found["three_source"]) == ("st", "k4")
+    assert {i: round(t, 6) for i, t in found["hold"].items()} == {"st": 0.5, "st2": 0.5, "mv": 0.5}
+    assert {i: round(t, 6) for i, t in found["beside"].items()} == {"k4": 0.5, "k2": 0.5, "fk": 0.5}
+    assert set(found["context"]) == {"st", "st2", "mv", "fk"} and not found["left_out"]
+    model = ModelledMapping(TRUTH, _model().schemes, shared=(resource(found),))
+    rng = random.Random(3)
+    names = sorted(TRUTH.uops)
+    mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 5))}) for _ in range(300)]
+    assert [float(model.inverse_throughput(e, 8)) for e in mixes] == oracle.measure(mixes)
+
+
+def test_no_resource_where_the_reference_pair_runs_at_its_ports():
+    oracle = _Reads(TRUTH, r_max=8, paths=())
+    found = find(oracle.measure, _model(), _alone(oracle), 8, O, CANDS)
+    assert resource(found) is None and "no such resource" in found["why"]
+    assert oracle.queries == len(TRUTH.uops) + 1      # the singles, then the one reference pair
+
+
+def test_a_member_its_check_refutes_leaves():
+    # k2 is slow beside one store, but two stores beside it run at the ports: no shared resource
+    oracle = _Reads(TRUTH, r_max=8, unless=lambda e: e["k2"] == 1 and e["st"] == 2)
+    found = find(oracle.measure, _model(), _alone(oracle), 8, O, CANDS)
+    assert "k2" not in found["beside"] and [x for x, _ in found["left_out"]] == ["k2"]
+    assert {"k4", "fk"} <= set(found["beside"])
+
+
+def test_catalogue_candidates():
+    c = candidates(["vmovdqu32_m128_xmm", "vpaddd_zmm_zmm_zmm_k", "vfmadd231pd_ymm_ymm_ymm", "vmovd_r32_xmm",
+                    "vfmadd231pd_ymm_ymm_m256", "vmovntdq_m128_xmm", "add_r64_r64", "no_such_scheme"])
+    assert c["transfers"] == ["vmovdqu32_m128_xmm"]
+    assert c["three_source"] == ["vpaddd_zmm_zmm_zmm_k", "vfmadd231pd_ymm_ymm_ymm"]    # no memory source
+    assert c["vector"] == ["vmovdqu32_m128_xmm", "vpaddd_zmm_zmm_zmm_k", "vfmadd231pd_ymm_ymm_ymm",
+                           "vmovd_r32_xmm", "vfmadd231pd_ymm_ymm_m256"]                  # no non-temporal store
+
+
+def test_a_scheme_of_more_uops_slow_beside_a_three_source_form_only_is_no_transfer():
+    # the Zen 5's vpmovqw m64, ymm{k}: 1.0 beside one three-source form, nothing more in mixes
+    oracle = _Reads(TRUTH, r_max=8, pairs={Experiment({"cv": 1, "k4": 1}): 1.0})
+    found = find(oracle.measure, _model(), _alone(oracle), 8, O, CANDS)
+    assert "cv" not in found["context"] and "cv" not in found["hold"]
+    assert [x for x, why in found["left_out"] if "more than one µop" in why] == ["cv"]
+    assert set(found["context"]) == {"st", "st2", "mv", "fk"}
