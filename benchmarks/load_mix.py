@@ -9,8 +9,9 @@ load at 0.93, and ``{mov m64, r64: 1, vmovups m512, zmm: 1}`` at 2.0 where the s
 0.5 and 1.0 (benchmarks/RESULTS.md §1.35). The harness puts the read-only operands of a block in
 slots as wide as its widest read, a GPR load at a different offset of the zmm load's lines
 (``harness/allocation.py``, ``staggered``). Here each mix runs with its GPR accesses in the vector
-accesses' lines, in other lines of the same pages, and 32 KiB away: if the slowdown follows the
-layout, it is the harness's; if it stays, the CPU's.
+accesses' lines, in other lines of the same pages, 32 KiB away, and with each kind at one address
+(the Zen 4's loads ran at their published speeds only there, docs/memory-layout.md): if the
+slowdown follows the layout, it is the harness's; if it stays, the CPU's.
 
 Same method as ``store_layout.py`` (its C driver: TSC-timed T(2n) − T(n), converted to core cycles
 by a chain of dependent adds); 64 instructions per iteration, cycles printed per pair (per triple).
@@ -31,10 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_layout import DRIVER, N  # noqa: E402  (the timing driver; it shares no code with the harness)
 
 GPR = ["rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11"]
-#: where the j-th GPR access of copy i goes; the vector access of copy i is at 64·(i mod 32)
-LAYOUTS = {"in the vector access's line": lambda i, j: 64 * (i % 32) + 8 * (1 + (i + 3 * j) % 7),
-           "in another line of the page": lambda i, j: 2048 + 64 * (i % 32) + 8 * ((i + 3 * j) % 8),
-           "32 KiB away": lambda i, j: 32768 + 16 * i + 8 * j}
+#: where the vector access of copy i and its j-th GPR access go: the vector accesses on 32 lines
+#: (or one address), the GPR ones in the same lines, in others, far away (or at one address)
+LAYOUTS = {"in the vector access's line": (lambda i: 64 * (i % 32), lambda i, j: 64 * (i % 32) + 8 * (1 + (i + 3 * j) % 7)),
+           "in another line of the page": (lambda i: 64 * (i % 32), lambda i, j: 2048 + 64 * (i % 32) + 8 * ((i + 3 * j) % 8)),
+           "32 KiB away": (lambda i: 64 * (i % 32), lambda i, j: 32768 + 16 * i + 8 * j),
+           "at one address, each kind at its own": (lambda i: 0, lambda i, j: 32768),
+           "at one address, each kind at its own, GPR at offset 32": (lambda i: 0, lambda i, j: 32768 + 32)}
 
 
 def mixes() -> dict[str, tuple[list[str], int]]:
@@ -55,10 +59,10 @@ def mixes() -> dict[str, tuple[list[str], int]]:
              ("mov r64, [m64]", "vmovups xmm, [m128]", 2), ("add [m64], r64", "vmovups zmm, [m512]", 1),
              ("mov [m64], r64", "vmovups [m512], zmm", 1)]
     for g, v, k in pairs:
-        for where, at in LAYOUTS.items():
+        for where, (vat, at) in LAYOUTS.items():
             lines: list[str] = []
             for i in range(N // (k + 1)):
-                lines.append(vec[v].format(d=64 * (i % 32), v=i % 8))
+                lines.append(vec[v].format(d=vat(i), v=i % 8))
                 lines += [gpr[g].format(d=at(i, j), r=GPR[(i + j) % 8]) for j in range(k)]
             name = f"{{{g}: {k}, {v}: 1}}, GPR {where}"
             out[name] = (lines, k + 1)
@@ -95,9 +99,9 @@ def main() -> int:
             return 2
         rounds = [[float(x) for x in subprocess.run([str(d / "probe"), str(args.cpu)], check=True, capture_output=True,
                                                     text=True).stdout.split()] for _ in range(args.rounds)]
-    print(f"{'kernel':<86} {'cycles':>7}  (median of {args.rounds} rounds; per copy of the mix)")
+    print(f"{'kernel':<100} {'cycles':>7}  (median of {args.rounds} rounds; per copy of the mix)")
     for j, (name, (lines, per)) in enumerate(ks.items()):   # the driver divides by N instructions
-        print(f"{name:<86} {per * N / len(lines) * statistics.median(r[j] for r in rounds):7.3f}")
+        print(f"{name:<100} {per * N / len(lines) * statistics.median(r[j] for r in rounds):7.3f}")
     return 0
 
 
