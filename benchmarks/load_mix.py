@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_layout import DRIVER, N  # noqa: E402  (the timing driver; it shares no code with the harness)
+from store_layout import N, timed_kernels  # noqa: E402  (the timing driver; it shares no code with the harness)
 
 GPR = ["rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11"]
 #: where the vector access of copy i and its j-th GPR access go: the vector accesses on 32 lines
@@ -69,12 +66,6 @@ def mixes() -> dict[str, tuple[list[str], int]]:
     return out
 
 
-def _asm(name: str, lines: list[str]) -> str:
-    body = "\n".join("    " + x for x in lines)
-    return (f".globl {name}\n{name}:\n    push %rbx\n    push %r14\n    mov %rsi, %r14\n1:\n{body}\n"
-            f"    dec %rdi\n    jnz 1b\n    vzeroupper\n    pop %r14\n    pop %rbx\n    ret\n")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -84,24 +75,14 @@ def main() -> int:
         print("needs gcc", file=sys.stderr)
         return 2
     ks = mixes()
-    names = [f"k{j}" for j in range(len(ks))]
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
-        asm = [_asm("k_cal", ["add $1, %rax"] * N)] + [_asm(n, lines) for n, (lines, _) in zip(names, ks.values())]
-        (d / "k.S").write_text(".text\n" + "\n".join(asm))
-        (d / "main.c").write_text(DRIVER % {"decls": "".join(f"extern void {n}(long, char *);\n" for n in ["k_cal"] + names),
-                                            "names": ", ".join(names)})
-        built = subprocess.run(["gcc", "-O2", "-o", str(d / "probe"), str(d / "main.c"), str(d / "k.S")],
-                               capture_output=True, text=True)
-        if built.returncode:
-            print(f"gcc failed: {built.stderr.strip().splitlines()[-1] if built.stderr.strip() else built.returncode}",
-                  file=sys.stderr)
-            return 2
-        rounds = [[float(x) for x in subprocess.run([str(d / "probe"), str(args.cpu)], check=True, capture_output=True,
-                                                    text=True).stdout.split()] for _ in range(args.rounds)]
+    try:
+        got = timed_kernels([lines for lines, _ in ks.values()], args.rounds, args.cpu)
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 2
     print(f"{'kernel':<100} {'cycles':>7}  (median of {args.rounds} rounds; per copy of the mix)")
-    for j, (name, (lines, per)) in enumerate(ks.items()):   # the driver divides by N instructions
-        print(f"{name:<100} {per * N / len(lines) * statistics.median(r[j] for r in rounds):7.3f}")
+    for (name, (lines, per)), v in zip(ks.items(), got):   # timed per N instructions
+        print(f"{name:<100} {per * N / len(lines) * v:7.3f}")
     return 0
 
 

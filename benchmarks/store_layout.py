@@ -64,8 +64,9 @@ def kernels() -> dict[str, tuple[list[str], int]]:
 
 def _asm(name: str, lines: list[str]) -> str:
     body = "\n".join("    " + x for x in lines)
+    # vzeroupper: kernels with zmm registers leave no dirty upper state to the C driver
     return (f".globl {name}\n{name}:\n    push %rbx\n    push %r14\n    mov %rsi, %r14\n1:\n{body}\n"
-            f"    dec %rdi\n    jnz 1b\n    pop %r14\n    pop %rbx\n    ret\n")
+            f"    dec %rdi\n    jnz 1b\n    vzeroupper\n    pop %r14\n    pop %rbx\n    ret\n")
 
 
 DRIVER = r"""
@@ -97,6 +98,25 @@ int main(int argc, char **argv) {
 """
 
 
+def timed_kernels(bodies: list[list[str]], rounds: int, cpu: int) -> list[float]:
+    """Per kernel (lines of one loop iteration), the median over ``rounds`` runs of its cycles per
+    N instructions, pinned to ``cpu``. Raises RuntimeError when gcc fails."""
+    names = [f"k{j}" for j in range(len(bodies))]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        asm = [_asm("k_cal", ["add $1, %rax"] * N)] + [_asm(n, lines) for n, lines in zip(names, bodies)]
+        (d / "k.S").write_text(".text\n" + "\n".join(asm))
+        (d / "main.c").write_text(DRIVER % {"decls": "".join(f"extern void {n}(long, char *);\n" for n in ["k_cal"] + names),
+                                            "names": ", ".join(names)})
+        built = subprocess.run(["gcc", "-O2", "-o", str(d / "probe"), str(d / "main.c"), str(d / "k.S")],
+                               capture_output=True, text=True)
+        if built.returncode:
+            raise RuntimeError(f"gcc failed: {(built.stderr.strip().splitlines() or [str(built.returncode)])[-1]}")
+        runs = [[float(x) for x in subprocess.run([str(d / "probe"), str(cpu)], check=True, capture_output=True,
+                                                  text=True).stdout.split()] for _ in range(rounds)]
+    return [statistics.median(r[j] for r in runs) for j in range(len(bodies))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -106,20 +126,14 @@ def main() -> int:
         print("needs gcc", file=sys.stderr)
         return 2
     ks = kernels()
-    names = [f"k{j}" for j in range(len(ks))]
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
-        asm = [_asm("k_cal", ["add $1, %rax"] * N)] + [_asm(n, lines) for n, (lines, _) in zip(names, ks.values())]
-        (d / "k.S").write_text(".text\n" + "\n".join(asm))
-        (d / "main.c").write_text(DRIVER % {"decls": "".join(f"extern void {n}(long, char *);\n" for n in ["k_cal"] + names),
-                                            "names": ", ".join(names)})
-        subprocess.run(["gcc", "-O2", "-o", str(d / "probe"), str(d / "main.c"), str(d / "k.S")], check=True,
-                       capture_output=True)
-        rounds = [[float(x) for x in subprocess.run([str(d / "probe"), str(args.cpu)], check=True, capture_output=True,
-                                                    text=True).stdout.split()] for _ in range(args.rounds)]
+    try:
+        got = timed_kernels([lines for lines, _ in ks.values()], args.rounds, args.cpu)
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 2
     print(f"{'kernel':<62} {'cycles':>7}  (median of {args.rounds} rounds; per instruction, per pair for mixes)")
-    for j, (name, (_, per)) in enumerate(ks.items()):
-        print(f"{name:<62} {per * statistics.median(r[j] for r in rounds):7.3f}")
+    for (name, (_, per)), v in zip(ks.items(), got):
+        print(f"{name:<62} {per * v:7.3f}")
     return 0
 
 
