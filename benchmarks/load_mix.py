@@ -19,14 +19,12 @@ by a chain of dependent adds); 64 instructions per iteration, cycles printed per
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_layout import N, timed_kernels  # noqa: E402  (the timing driver; it shares no code with the harness)
+from store_layout import N, run_probe  # noqa: E402  (the timing driver; it shares no code with the harness)
 
 GPR = ["rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11"]
 #: where the vector access of copy i and its j-th GPR access go: the vector accesses on 32 lines
@@ -67,23 +65,7 @@ def mixes() -> dict[str, tuple[list[str], int]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cpu", type=int, default=1, help="CPU to pin the probe to (default 1)")
-    args = ap.parse_args()
-    if not shutil.which("gcc"):
-        print("needs gcc", file=sys.stderr)
-        return 2
-    ks = mixes()
-    try:
-        got = timed_kernels([lines for lines, _ in ks.values()], args.rounds, args.cpu)
-    except RuntimeError as err:
-        print(err, file=sys.stderr)
-        return 2
-    print(f"{'kernel':<100} {'cycles':>7}  (median of {args.rounds} rounds; per copy of the mix)")
-    for (name, (lines, per)), v in zip(ks.items(), got):   # timed per N instructions
-        print(f"{name:<100} {per * N / len(lines) * v:7.3f}")
-    return 0
+    return run_probe(__doc__, mixes(), "per copy of the mix")
 
 
 if __name__ == "__main__":

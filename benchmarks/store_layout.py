@@ -117,24 +117,30 @@ def timed_kernels(bodies: list[list[str]], rounds: int, cpu: int) -> list[float]
     return [statistics.median(r[j] for r in runs) for j in range(len(bodies))]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def run_probe(description: str, kernels: dict[str, tuple[list[str], int]], unit: str) -> int:
+    """The command line of a probe: ``--rounds``, ``--cpu``; prints each kernel's cycles per
+    reported unit (its second item: instructions per unit). Exit 2 without gcc or when it fails."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu", type=int, default=1, help="CPU to pin the probe to (default 1)")
     args = ap.parse_args()
     if not shutil.which("gcc"):
         print("needs gcc", file=sys.stderr)
         return 2
-    ks = kernels()
     try:
-        got = timed_kernels([lines for lines, _ in ks.values()], args.rounds, args.cpu)
+        got = timed_kernels([lines for lines, _ in kernels.values()], args.rounds, args.cpu)
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 2
-    print(f"{'kernel':<62} {'cycles':>7}  (median of {args.rounds} rounds; per instruction, per pair for mixes)")
-    for (name, (_, per)), v in zip(ks.items(), got):
-        print(f"{name:<62} {per * v:7.3f}")
+    width = max(map(len, kernels)) + 2
+    print(f"{'kernel':<{width}} {'cycles':>7}  (median of {args.rounds} rounds; {unit})")
+    for (name, (lines, per)), v in zip(kernels.items(), got):    # timed per N instructions
+        print(f"{name:<{width}} {per * N / len(lines) * v:7.3f}")
     return 0
+
+
+def main() -> int:
+    return run_probe(__doc__, kernels(), "per instruction, per pair for mixes")
 
 
 if __name__ == "__main__":
