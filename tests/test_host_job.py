@@ -265,7 +265,9 @@ def test_main_job_simulated(capsys, tmp_path):
 def test_smoke_profile_on_this_cpu(tmp_path):
     """CI's run on hardware: a handful of schemes through every stage, under a minute or two.
     A burst outside the VM that lasts through the whole job leaves fewer schemes mapped (one
-    run covered 9 held-out experiments): after a pause the job runs once more, from scratch."""
+    run covered 9 held-out experiments), or a witness measured in it off the mapping its quieter
+    experiments gave (a CI run of 2026-12-07, the reference ALU kernel at 0.38 cycles for 0.19):
+    after a pause the job runs once more, from scratch."""
     start = time.monotonic()
     for attempt in range(2):
         if attempt and time.monotonic() - start > 600:
@@ -288,7 +290,9 @@ def test_smoke_profile_on_this_cpu(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         out = json.loads(p.stdout)
         own = next(r for r in out["accuracy"]["predictors"] if r["name"].startswith("pmsolve"))
-        if own["covered"] >= 20:
+        off = [(s["name"], w) for s in out["schemes"] for u in s["uops"] for w in u["witnesses"]
+               if w["modelled"] is not None and abs(w["modelled"] - w["measured"]) > 0.1 * w["measured"] + 0.05]
+        if own["covered"] >= 20 and not off:
             break
     assert out["cpu"]["description"] and out["schemes"] and out["ports"] >= 2
     harness = out["harness"]     # what measured it, the CPU's read layout included (docs/memory-layout.md)
@@ -297,10 +301,8 @@ def test_smoke_profile_on_this_cpu(tmp_path):
     assert harness.get("read_rotation", READ_ROTATION) == (arch.read_rotation if arch else READ_ROTATION)
     assert {m["tool"] for m in out["models"]} <= {"llvm-mca", "OSACA"}
     assert own["covered"] >= 20
-    for s in out["schemes"]:     # every mapped scheme shows witnesses that its mapping reproduces
-        ws = [w for u in s["uops"] for w in u["witnesses"]]
-        assert ws and all(w["modelled"] is None or abs(w["modelled"] - w["measured"]) <= 0.1 * w["measured"] + 0.05
-                          for w in ws)
+    # every mapped scheme shows witnesses that its mapping reproduces
+    assert all(any(u["witnesses"] for u in s["uops"]) for s in out["schemes"]) and not off, off
 
 
 def test_a_mapping_of_a_sample_predicts_only_what_it_maps():
