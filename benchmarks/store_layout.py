@@ -117,9 +117,10 @@ def timed_kernels(bodies: list[list[str]], rounds: int, cpu: int) -> list[float]
     return [statistics.median(r[j] for r in runs) for j in range(len(bodies))]
 
 
-def run_probe(description: str, kernels: dict[str, tuple[list[str], int]], unit: str) -> int:
-    """The command line of a probe: ``--rounds``, ``--cpu``; prints each kernel's cycles per
-    reported unit (its second item: instructions per unit). Exit 2 without gcc or when it fails."""
+def run_probe(description: str, probes: dict[str, tuple[list[str], int]], unit: str) -> int:
+    """The command line of a probe: ``--rounds``, ``--cpu``; prints each of ``probes`` (name ->
+    lines of one iteration, instructions per reported unit) in cycles per unit. Exit 2 without gcc
+    or when it fails."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu", type=int, default=1, help="CPU to pin the probe to (default 1)")
@@ -128,13 +129,13 @@ def run_probe(description: str, kernels: dict[str, tuple[list[str], int]], unit:
         print("needs gcc", file=sys.stderr)
         return 2
     try:
-        got = timed_kernels([lines for lines, _ in kernels.values()], args.rounds, args.cpu)
+        got = timed_kernels([lines for lines, _ in probes.values()], args.rounds, args.cpu)
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 2
-    width = max(map(len, kernels)) + 2
+    width = max(map(len, probes)) + 2
     print(f"{'kernel':<{width}} {'cycles':>7}  (median of {args.rounds} rounds; {unit})")
-    for (name, (lines, per)), v in zip(kernels.items(), got):    # timed per N instructions
+    for (name, (lines, per)), v in zip(probes.items(), got):    # timed per N instructions
         print(f"{name:<{width}} {per * N / len(lines) * v:7.3f}")
     return 0
 
