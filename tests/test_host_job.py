@@ -290,7 +290,7 @@ def test_smoke_profile_on_this_cpu(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         out = json.loads(p.stdout)
         own = next(r for r in out["accuracy"]["predictors"] if r["name"].startswith("pmsolve"))
-        off = [(s["name"], w) for s in out["schemes"] for u in s["uops"] for w in u["witnesses"]
+        off = [(s["scheme"], w) for s in out["schemes"] for u in s["uops"] for w in u["witnesses"]
                if w["modelled"] is not None and abs(w["modelled"] - w["measured"]) > 0.1 * w["measured"] + 0.05]
         if own["covered"] >= 20 and not off:
             break
