@@ -14,7 +14,7 @@ accesses' lines, in other lines of the same pages, 32 KiB away, and with each ki
 slowdown follows the layout, it is the harness's; if it stays, the CPU's.
 
 Same method as ``store_layout.py`` (its C driver: TSC-timed T(2n) − T(n), converted to core cycles
-by a chain of dependent adds); 64 instructions per iteration, cycles printed per pair (per triple).
+by a chain of dependent adds); 64 instructions per iteration (63 for triples), cycles printed per copy of the mix.
 """
 
 from __future__ import annotations
