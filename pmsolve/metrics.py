@@ -16,6 +16,15 @@ import numpy as np
 
 from pmsolve.errors import ValidationError
 
+# What one measurement resolves, in cycles: the precision of published throughput tables
+# (uops.info, Agner Fog: two decimals), and about the harness's noise at 1-2 cycles. Kendall's
+# τ-b is also given on measurements rounded to it: raw measurements tie no pair, so a predictor
+# that ties many pairs (a port mapping predicts a few fractions) cannot reach a high raw τ-b
+# however right it is (see tau_b_ceiling). It is the dissertation's τ_K (sec. 3.2.2: τ-b on
+# measurements rounded to the second decimal place). Measured model parameters are kept to it
+# too (pmsolve.modelled.measured).
+RESOLUTION = 0.01
+
 
 @dataclass(frozen=True)
 class Accuracy:

@@ -82,6 +82,7 @@ from pmsolve.formats import _read_json, mapping_from_json, mapping_to_json
 from pmsolve.formula import RMax, bottleneck, check_r_max
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.queues import Queues
+from pmsolve.metrics import RESOLUTION
 from pmsolve.throughput import evaluate_many
 
 KINDS = {
@@ -96,8 +97,31 @@ PORT_KINDS = ("mapped", "unit")
 
 
 def cycles(x: float) -> Fraction:
-    """A measured time as the exact fraction the model computes with (to 1/10,000 of a cycle)."""
+    """A time read from a file as the exact fraction the model computes with (to 1/10,000 of a
+    cycle)."""
     return Fraction(x).limit_denominator(10_000)
+
+
+#: measured times within SIMPLE_WITHIN of a fraction of denominator ≤ SIMPLE_DENOMINATOR are it
+SIMPLE_DENOMINATOR, SIMPLE_WITHIN = 12, 0.01
+
+
+def resolved(x: float) -> Fraction:
+    """A measured time as a model parameter (a cost, a time alone, a shared resource's hold): the
+    simplest fraction of denominator ≤ 12 within 1 % of it, else ``x`` to what one measurement
+    resolves (:data:`pmsolve.metrics.RESOLUTION`, 0.01 cycles; never 0 for a positive ``x``).
+    Ports and units give simple fractions (1/3 cycle: three pipes), and digits below the
+    resolution (0.5008 and 0.4995 for 0.5) order predictions by noise: on a25's 300 held-out
+    mixes, 438 of the 1,203 pairs predicted in the wrong order were predicted less than 0.5 %
+    apart (RESULTS §1.36)."""
+    x = Fraction(x)
+    if x > 0:
+        near = min((Fraction(round(x * q), q) for q in range(1, SIMPLE_DENOMINATOR + 1)),
+                   key=lambda f: (abs(f - x), f.denominator))
+        if abs(near - x) <= SIMPLE_WITHIN * x:
+            return near
+    step = Fraction(RESOLUTION).limit_denominator(1000)
+    return max(round(x / step) * step, step) if x > 0 else round(x / step) * step
 
 
 @dataclass(frozen=True)

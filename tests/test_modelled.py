@@ -16,7 +16,7 @@ from pmsolve.errors import FormatError, UnknownNameError
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions, infer
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.modelled import Mode, ModelledMapping, SchemeModel, load_model, with_models
+from pmsolve.modelled import Mode, ModelledMapping, SchemeModel, load_model, resolved, with_models
 from pmsolve.throughput import inverse_throughput
 
 PORTS = ["0", "1", "2", "3"]
@@ -444,3 +444,22 @@ def test_experiments_beside_another_misfit_do_not_lower_a_cost():
                         {"nt": {"tp": 20.0}}, measured, 4)
     assert model.schemes["nt"].cost == 20 and model.schemes["nt"].evidence == (17, 17)
     assert model.inverse_throughput(Experiment({"nt": 1, "a": 2, "b": 3}), 4) == 20
+
+
+@pytest.mark.parametrize("x, want", [
+    (0.5008, Fraction(1, 2)), (0.4995, Fraction(1, 2)), (0.3349, Fraction(1, 3)), (0.6676, Fraction(2, 3)),
+    (0.0836, Fraction(1, 12)), (2.1, Fraction(21, 10)), (3.9897, Fraction(4)),
+    (0.2713, Fraction(3, 11)), (0.263, Fraction(26, 100)), (4.4806, Fraction(9, 2)), (1.0351, Fraction(104, 100)),
+    (30.7049, Fraction(307, 10)),
+    (0.001, Fraction(1, 100)), (0.0, Fraction(0))])
+def test_a_measured_parameter_is_a_simple_fraction_within_1_percent_else_kept_to_the_resolution(x, want):
+    assert resolved(x) == want
+
+
+def test_costs_from_measurements_are_resolved():
+    """A cost measured 0.5008 is 1/2 and one of 0.263 is 0.26: digits below what a measurement
+    resolves would order predictions by noise."""
+    from pmsolve.infer.explain.complete import bound
+
+    assert bound("x", 0.5008, [(Experiment({"x": 1}), 0.5008)]) == Fraction(1, 2)
+    assert bound("x", 0.263, []) == Fraction(26, 100)

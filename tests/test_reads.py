@@ -104,3 +104,9 @@ def test_a_scheme_of_more_uops_slow_beside_a_three_source_form_only_is_no_transf
     assert "cv" not in found["context"] and "cv" not in found["hold"]
     assert [x for x, why in found["left_out"] if "more than one µop" in why] == ["cv"]
     assert set(found["context"]) == {"st", "st2", "mv", "fk"}
+
+
+def test_measured_holds_are_kept_to_what_a_measurement_resolves():
+    """0.4987 and 0.5012 cycles are both 1/2: the digits below would order predictions by noise."""
+    r = resource({"hold": {"st": 0.4987, "mv": 0.5012}, "beside": {"k4": 0.263, "k2": 0.5004}, "context": ["st", "mv"]})
+    assert r.hold == {"st": F(1, 2), "mv": F(1, 2)} and r.beside == {"k4": F(26, 100), "k2": F(1, 2)}

@@ -145,6 +145,10 @@ def test_a_load_path_and_a_divider_are_found_and_mixes_with_them_predicted(noise
     assert load["beside"]["ldy"] == pytest.approx(0.6, rel=0.05)
     assert res.model.serial == {"ms"} and "ms" in res.summary["certified"]
     assert res.model.schemes["ms"].confidence > 0.85, res.model.schemes["ms"].evidence   # as a cost of its own: 10 of 41
+    # measured parameters are kept to simple fractions or to 0.01 cycles (pmsolve.modelled.resolved)
+    params = [*(t for r in res.model.shared for t in [*r.hold.values(), *r.beside.values()]),
+              *(x for m in res.model.schemes.values() for x in (m.cost, m.alone) if x is not None)]
+    assert params and all(t.denominator <= 12 or 100 % t.denominator == 0 for t in params), params
     rng = random.Random(11)
     names = sorted(res.model.schemes)
     mixes = [Experiment({i: rng.randint(1, 3) for i in rng.sample(names, rng.randint(2, 4))}) for _ in range(300)]

@@ -53,7 +53,7 @@ from pmsolve.infer.pmevo import PmevoOptions, infer as pmevo_infer
 from pmsolve.isa import load_catalogue
 from pmsolve.jobs import misses as held_out_misses, profiles
 from pmsolve.jobs.report import certified_text, mode_text, queues_text, reads_text, shared_text, units_text
-from pmsolve.metrics import accuracy, kendall_tau_b, tau_b_ceiling
+from pmsolve.metrics import RESOLUTION, accuracy, kendall_tau_b, tau_b_ceiling
 from pmsolve.model import Experiment, PortMapping
 from pmsolve.modelled import PORT_KINDS, ModelledMapping
 from pmsolve.predictors import llvm_mca, osaca, osaca_export
@@ -67,13 +67,6 @@ Say = Callable[[str], None]
 METHODS = ("explain", "pmevo")
 #: processes for PMEvo's search in the job, at most (benchmarks/RESULTS.md §1.10)
 PMEVO_WORKERS = 2
-# Kendall's τ-b is also given on measurements rounded to this many cycles: the precision of
-# published throughput tables (uops.info, Agner Fog: two decimals), and about the harness's
-# noise at 1-2 cycles. Raw measurements tie no pair, so a predictor that ties many pairs (a port
-# mapping predicts a few fractions) cannot reach a high raw τ-b however right it is (see
-# pmsolve.metrics.tau_b_ceiling, which the report gives too). It is the dissertation's τ_K
-# (sec. 3.2.2: τ-b on measurements rounded to the second decimal place).
-RESOLUTION = 0.01
 # the witnesses of a mapped scheme that no µop stands on: experiments not used to derive its µops
 # (its mapping reproduces them) and stand-ins (checks it misses as its blocking instructions do)
 CHECKS = ("check", "stand-in")

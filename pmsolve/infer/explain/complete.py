@@ -52,7 +52,7 @@ import numpy as np
 
 from pmsolve.infer.explain.witnesses import Explanation
 from pmsolve.model import Experiment, PortMapping, sort_ports
-from pmsolve.modelled import Mode, ModelledMapping, SchemeModel, with_models
+from pmsolve.modelled import Mode, ModelledMapping, SchemeModel, resolved, with_models
 from pmsolve.throughput import inverse_throughput
 
 #: a prediction within this relative error counts as reproducing an experiment
@@ -89,7 +89,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
             continue
         exps = _judged_on(i, t, with_i, mapped)
         cost = bound(i, t, exps)
-        alone = Fraction(t).limit_denominator(1000)
+        alone = resolved(t)
         found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
         ports = set(mapping.ports) if mapping is not None else set()
         uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
@@ -237,7 +237,7 @@ def bound(i: str, alone: float, measured: list[tuple[Experiment, float]]) -> Fra
     ``vsqrtps ymm, m256``, 5.0 cycles in 36 of 38, took 1.5 and 2.1 in two."""
     under = sorted(t / e[i] for e, t in measured if t / e[i] < alone * (1 - WITHIN))
     lowered = len(under) >= max(UNDERCUT, UNDERCUT_SHARE * len(measured))
-    return Fraction(under[UNDERCUT - 1] if lowered else alone).limit_denominator(1000)
+    return resolved(under[UNDERCUT - 1] if lowered else alone)
 
 
 def kind_summary(model: ModelledMapping, none: Mapping[str, str]) -> dict[str, Any]:

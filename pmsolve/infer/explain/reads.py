@@ -51,7 +51,7 @@ from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.units import off
 from pmsolve.isa import load_catalogue
 from pmsolve.model import Experiment
-from pmsolve.modelled import ModelledMapping, Shared, cycles
+from pmsolve.modelled import ModelledMapping, Shared, resolved
 
 VECTOR = ("xmm", "ymm", "zmm")
 NAME = "reads"
@@ -142,8 +142,8 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
 
 def _shared(hold: Mapping[str, float], beside: Mapping[str, float], context: Iterable[str],
             witnesses: list = ()) -> Shared:
-    return Shared(NAME, {i: cycles(max(t, 0.0)) for i, t in hold.items()},
-                  {i: cycles(max(t, 0.0)) for i, t in beside.items()}, frozenset(context),
+    return Shared(NAME, {i: resolved(max(t, 0.0)) for i, t in hold.items()},
+                  {i: resolved(max(t, 0.0)) for i, t in beside.items()}, frozenset(context),
                   tuple((Experiment(e), t) for e, t in witnesses))
 
 

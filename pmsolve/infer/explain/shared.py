@@ -74,7 +74,7 @@ from pmsolve.infer.explain.stages import simplicity
 from pmsolve.infer.explain.units import off
 from pmsolve.isa import load_catalogue
 from pmsolve.model import Experiment, PortMapping
-from pmsolve.modelled import ModelledMapping, Shared, cycles
+from pmsolve.modelled import ModelledMapping, Shared, resolved
 from pmsolve.throughput import inverse_throughput
 
 #: resources looked for at most (each round measures every pending slow scheme once). Four kept
@@ -294,8 +294,8 @@ def resource(res: Mapping[str, Any], model: ModelledMapping) -> Shared:
     context = {i for i in res["hold"] if i not in res["beside"]}
     if res.get("mode_context") and model.mode is not None:
         context |= set(model.mode.triggers) & set(model.schemes)
-    return Shared(res["name"], {i: cycles(t) for i, t in res["hold"].items()},
-                  {i: cycles(t) for i, t in res["beside"].items()}, frozenset(context),
+    return Shared(res["name"], {i: resolved(t) for i, t in res["hold"].items()},
+                  {i: resolved(t) for i, t in res["beside"].items()}, frozenset(context),
                   tuple((Experiment(e), t) for e, t in res["witnesses"]))
 
 
