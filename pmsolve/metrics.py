@@ -22,7 +22,7 @@ from pmsolve.errors import ValidationError
 # that ties many pairs (a port mapping predicts a few fractions) cannot reach a high raw τ-b
 # however right it is (see tau_b_ceiling). It is the dissertation's τ_K (sec. 3.2.2: τ-b on
 # measurements rounded to the second decimal place). Measured model parameters are kept to it
-# too (pmsolve.modelled.measured).
+# too (pmsolve.modelled.resolved).
 RESOLUTION = 0.01
 
 

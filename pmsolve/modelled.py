@@ -80,9 +80,9 @@ import numpy as np
 from pmsolve.errors import FormatError, UnknownNameError, ValidationError
 from pmsolve.formats import _read_json, mapping_from_json, mapping_to_json
 from pmsolve.formula import RMax, bottleneck, check_r_max
+from pmsolve.metrics import RESOLUTION
 from pmsolve.model import Experiment, PortMapping, sort_ports
 from pmsolve.queues import Queues
-from pmsolve.metrics import RESOLUTION
 from pmsolve.throughput import evaluate_many
 
 KINDS = {
@@ -104,6 +104,7 @@ def cycles(x: float) -> Fraction:
 
 #: measured times within SIMPLE_WITHIN of a fraction of denominator ≤ SIMPLE_DENOMINATOR are it
 SIMPLE_DENOMINATOR, SIMPLE_WITHIN = 12, 0.01
+_STEP = Fraction(RESOLUTION).limit_denominator(1000)     # 1/100 of a cycle
 
 
 def resolved(x: float) -> Fraction:
@@ -120,8 +121,8 @@ def resolved(x: float) -> Fraction:
                    key=lambda f: (abs(f - x), f.denominator))
         if abs(near - x) <= SIMPLE_WITHIN * x:
             return near
-    step = Fraction(RESOLUTION).limit_denominator(1000)
-    return max(round(x / step) * step, step) if x > 0 else round(x / step) * step
+    grid = round(x / _STEP) * _STEP
+    return max(grid, _STEP) if x > 0 else grid
 
 
 @dataclass(frozen=True)
