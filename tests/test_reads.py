@@ -88,6 +88,24 @@ def test_a_member_its_check_refutes_leaves():
     assert {"k4", "fk"} <= set(found["beside"])
 
 
+def test_a_member_of_both_kinds_its_check_refutes_stays_as_a_transfer_where_that_holds():
+    # wz: a 512-bit store, two store-data µops, holding the reads of two transfers; beside one
+    # store it runs 2.0 where ports and reads say 1.5 (the Zen 5's, RESULTS §1.37), so it is
+    # slow beside both references, and beside two stores it runs 2.0 where its hold beside the
+    # store (1.5) would say 2.5; beside two three-source forms it adds up as a transfer
+    truth = PortMapping(TRUTH.ports, {**{i: [(u.ports, u.count) for u in us] for i, us in TRUTH.uops.items()},
+                                      "wz": [(_s(4, 5), 2)]})
+    reads = Shared("reads", {**READS.hold, "wz": F(1)}, READS.beside, READS.context | {"wz"})
+    oracle = _Reads(truth, r_max=8, paths=(reads,), pairs={Experiment({"wz": 1, "st": 1}): 2.0})
+    names = sorted(truth.uops)
+    alone = dict(zip(names, oracle.measure([Experiment({i: 1}) for i in names])))
+    model = ModelledMapping(truth, {i: SchemeModel("mapped") for i in names})
+    found = find(oracle.measure, model, alone, 8, O, {**CANDS, "vector": names})
+    assert "wz" in found["context"] and "wz" not in found["beside"] and not found["left_out"]
+    assert round(found["hold"]["wz"], 6) == 1.0
+    assert oracle.measure([Experiment({"wz": 1, "k4": 2})]) == [float(resource(found).time(Experiment({"wz": 1, "k4": 2})))]
+
+
 def test_catalogue_candidates():
     c = candidates(["vmovdqu32_m128_xmm", "vpaddd_zmm_zmm_zmm_k", "vfmadd231pd_ymm_ymm_ymm", "vmovd_r32_xmm",
                     "vfmadd231pd_ymm_ymm_m256", "vmovntdq_m128_xmm", "add_r64_r64", "no_such_scheme"])
