@@ -1113,6 +1113,28 @@ def test_a_resumed_run_certifies_what_the_uninterrupted_run_certified(tmp_path, 
     assert again.summary["certified"] == ["rmw"] and again.misfits["rmw"] == whole.misfits["rmw"]
 
 
+def test_a_resumed_run_completes_the_misfits_as_the_uninterrupted_run_did(tmp_path, monkeypatch):
+    """``complete`` judges each misfit on every experiment known when it runs; resumed after the
+    later stages had measured, it judged theirs too, and a26's ``--all`` state gave other µops
+    and another ``reads`` resource (RESULTS §1.37). It is a stage: a resumed run takes its models
+    from the state."""
+    import pmsolve.infer.explain.pipeline as pipeline
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    machine = PortMapping([str(p) for p in range(8)], {
+        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
+        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
+        "rmw": [(s(4, 5), 1), (s(6, 7), 1)]})
+    options = ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw"))
+    whole = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=0), options, state=tmp_path / "s.json")
+    assert whole.model.schemes["rmw"].kind != "mapped"
+
+    def complete(*_):
+        raise AssertionError("completed again on resume")
+    monkeypatch.setattr(pipeline, "complete", complete)
+    again = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=0), options, state=tmp_path / "s.json")
+    assert again.model.schemes == whole.model.schemes and again.model.to_json() == whole.model.to_json()
+
+
 class _Table:
     def __init__(self, table):
         self.table = {Experiment({n: int(c) for n, c in (p.split(":") for p in k.split(","))}): v
