@@ -1091,18 +1091,23 @@ def test_a_misfit_whose_experiments_contradict_every_port_mapping_is_certified(s
         in capsys.readouterr().out
 
 
+def _resumable():
+    """A machine with a certified misfit (``rmw``), and the options its resume tests run with."""
+    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
+    machine = PortMapping([str(p) for p in range(8)], {
+        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
+        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
+        "rmw": [(s(4, 5), 1), (s(6, 7), 1)]})
+    return machine, ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw"))
+
+
 def test_a_resumed_run_certifies_what_the_uninterrupted_run_certified(tmp_path, monkeypatch):
     """Certification judges every experiment known when it runs; resumed after the later stages
     had measured (their pairs of slow schemes, their probes), it judged those too and certified
     2,088 misfits where the Zen 4's uninterrupted ``--all`` had 488. It is a stage of its own:
     a resumed run takes its result from the state and does not run it again."""
     import pmsolve.infer.explain.pipeline as pipeline
-    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
-    machine = PortMapping([str(p) for p in range(8)], {
-        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
-        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
-        "rmw": [(s(4, 5), 1), (s(6, 7), 1)]})
-    options = ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw"))
+    machine, options = _resumable()
     whole = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=0), options, state=tmp_path / "s.json")
     assert whole.summary["certified"] == ["rmw"]
 
@@ -1119,12 +1124,7 @@ def test_a_resumed_run_completes_the_misfits_as_the_uninterrupted_run_did(tmp_pa
     and another ``reads`` resource (RESULTS §1.37). It is a stage: a resumed run takes its models
     from the state."""
     import pmsolve.infer.explain.pipeline as pipeline
-    s = lambda *p: frozenset(str(x) for x in p)  # noqa: E731
-    machine = PortMapping([str(p) for p in range(8)], {
-        "aes": [(s(0, 1), 1)], "bcast": [(s(0, 2), 1)], "cvt": [(s(2, 3), 1)], "vadd": [(s(0, 1, 2, 3), 1)],
-        "ld": [(s(4, 5), 1)], "alu": [(s(6, 7), 1)], "plain": [(s(2, 3), 1), (s(6, 7), 1)],
-        "rmw": [(s(4, 5), 1), (s(6, 7), 1)]})
-    options = ExplainOptions(epsilon=0.03, r_max=6, not_blocking=("plain", "rmw"))
+    machine, options = _resumable()
     whole = infer(_WaitsForLoads(machine, r_max=6, noise=0.01, seed=0), options, state=tmp_path / "s.json")
     assert whole.model.schemes["rmw"].kind != "mapped"
 
