@@ -50,12 +50,12 @@ class _Reads(SimulatedOracle):
                 for b, e in zip(base, exps)]
 
 
-def _model():
-    return ModelledMapping(TRUTH, {i: SchemeModel("mapped") for i in TRUTH.uops})
+def _model(truth=TRUTH):
+    return ModelledMapping(truth, {i: SchemeModel("mapped") for i in truth.uops})
 
 
-def _alone(oracle):
-    names = sorted(TRUTH.uops)
+def _alone(oracle, truth=TRUTH):
+    names = sorted(truth.uops)
     return dict(zip(names, oracle.measure([Experiment({i: 1}) for i in names])))
 
 
@@ -93,17 +93,14 @@ def test_a_member_of_both_kinds_its_check_refutes_stays_as_a_transfer_where_that
     # store it runs 2.0 where ports and reads say 1.5 (the Zen 5's, RESULTS §1.37), so it is
     # slow beside both references, and beside two stores it runs 2.0 where its hold beside the
     # store (1.5) would say 2.5; beside two three-source forms it adds up as a transfer
-    truth = PortMapping(TRUTH.ports, {**{i: [(u.ports, u.count) for u in us] for i, us in TRUTH.uops.items()},
-                                      "wz": [(_s(4, 5), 2)]})
+    truth = PortMapping(TRUTH.ports, {**TRUTH.uops, "wz": [(_s(4, 5), 2)]})
     reads = Shared("reads", {**READS.hold, "wz": F(1)}, READS.beside, READS.context | {"wz"})
     oracle = _Reads(truth, r_max=8, paths=(reads,), pairs={Experiment({"wz": 1, "st": 1}): 2.0})
-    names = sorted(truth.uops)
-    alone = dict(zip(names, oracle.measure([Experiment({i: 1}) for i in names])))
-    model = ModelledMapping(truth, {i: SchemeModel("mapped") for i in names})
-    found = find(oracle.measure, model, alone, 8, O, {**CANDS, "vector": names})
+    found = find(oracle.measure, _model(truth), _alone(oracle, truth), 8, O, {**CANDS, "vector": sorted(truth.uops)})
     assert "wz" in found["context"] and "wz" not in found["beside"] and not found["left_out"]
     assert round(found["hold"]["wz"], 6) == 1.0
-    assert oracle.measure([Experiment({"wz": 1, "k4": 2})]) == [float(resource(found).time(Experiment({"wz": 1, "k4": 2})))]
+    e = Experiment({"wz": 1, "k4": 2})
+    assert oracle.measure([e]) == [float(resource(found).time(e))]
 
 
 def test_catalogue_candidates():
