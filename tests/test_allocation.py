@@ -133,12 +133,22 @@ def test_evex_blocks_use_zmm16_31_and_k1_k7():
     assert set(dests) <= set(part[("vec", "RW")]) and len(set(dests)) == len(dests)  # chains spread over O_RW
 
 
-def test_vex_in_the_block_limits_vectors_to_16():
-    """One VEX scheme with a vector operand: nothing may use xmm16-31 (VEX cannot encode them)."""
+def test_vex_in_the_block_limits_its_vectors_to_16_and_evex_chains_take_the_other_16():
+    """One VEX scheme with a vector operand: it may not use xmm16-31 (VEX cannot encode them), nor
+    may the read-only and write-only operands every scheme shares; the EVEX schemes'
+    read-written operands chain over xmm16-31, each register as seldom as the VEX chains'."""
     e = {CAT["vaddpd_zmm_zmm_zmm"]: 1, CAT["vfmadd231pd_ymm_ymm_ymm"]: 1, CAT["vpternlogd_zmm_zmm_zmm_i8"]: 1}
     ins = allocate(body(e, 30))
     assert dependency_report(ins) == NO_DEPENDENCY
-    assert {representative(r) for r in _regs(ins, ("xmm", "ymm", "zmm"))} <= set(VECTOR_REGS)
+    upper = set(EVEX_VECTOR_REGS[:16])
+    for i in ins:
+        regs = {representative(v) for o, v in zip(i.scheme.operands, i.values) if o.kind == "reg"}
+        rw = {representative(v) for o, v in zip(i.scheme.operands, i.values) if o.kind == "reg" and o.read and o.write}
+        assert regs - rw <= set(VECTOR_REGS), i.text()
+        assert rw <= (upper if i.scheme.encoding == "evex" else set(VECTOR_REGS)), i.text()
+    ternlog = [representative(i.values[0]) for i in ins if i.scheme.name == "vpternlogd_zmm_zmm_zmm_i8"]
+    fma = [representative(i.values[0]) for i in ins if i.scheme.name == "vfmadd231pd_ymm_ymm_ymm"]
+    assert set(ternlog) == upper and len(set(fma)) >= 12   # 30 copies: each upper register twice
     # a block without vector operands at all keeps the 16 (nothing to widen)
     assert {representative(r) for r in _regs(allocate(body({CAT["kandw_k_k_k"]: 1, CAT["kmovw_k_r32"]: 1}, 20)),
                                               ("xmm", "ymm", "zmm"))} == set()
@@ -245,8 +255,8 @@ def test_read_written_vector_registers_keep_twelve_of_the_sixteen_vex_reaches():
                                 "vpaddd_xmm_xmm_xmm", "vpshufhw_xmm_xmm_i8")]
     ins = allocate(body({s: 1 for s in schemes}, 40))
     part = partition(schemes)
-    rw = set(part[("vec", "RW")])
-    assert len(rw) >= 12, part[("vec", "RW")]
+    rw = set(part[("vec", "RW")]) | set(part[("evex", "RW")])   # the EVEX forms' chains: xmm16-31
+    assert len(part[("vec", "RW")]) >= 12, part[("vec", "RW")]
     used = [representative(i.values[0]) for i in ins if representative(i.values[0]) in rw]
     assert len(used) == 3 * 40
     last: dict[str, int] = {}
@@ -503,7 +513,10 @@ def _allocate_by_timestamps(schemes, part, rotation):
                 values.append(next(written))
             else:
                 role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o, s)
-                chosen = min((c for c in part[(_pool_key(o), role)] if c not in taken), key=lambda c: last_use.get(c, 0))
+                key = (_pool_key(o), role)
+                if key == ("vec", "RW") and s.encoding == "evex" and part[("evex", "RW")]:
+                    key = ("evex", "RW")   # beside a VEX form, EVEX chains run over xmm16-31
+                chosen = min((c for c in part[key] if c not in taken), key=lambda c: last_use.get(c, 0))
                 last_use[chosen] = now
                 taken.add(chosen)
                 values.append(staggered(chosen, _slot_width(o), read_width, placed) if o.kind == "mem"

@@ -21,8 +21,10 @@ AVX-512 (EVEX) operands. ``xmm``/``ymm``/``zmm`` names of one number share a rep
 (``vec3``). A block whose vector operands all belong to EVEX-encoded schemes draws from
 ``vec16``-``vec31`` and then ``vec0``-``vec15`` (the frame loads zmm16-31 in full, so the
 read-only and write-only sets come from there); as soon as one legacy/VEX scheme with a vector
-operand is in the block, the pool is ``vec0``-``vec15`` (VEX cannot encode more). Either way
-one candidate list serves every operand of the pool and Alg. 3.1 is unchanged. Mask operands
+operand is in the block, the pool is ``vec0``-``vec15`` (VEX cannot encode more), and the
+read-written operands of its EVEX schemes get ``vec16``-``vec31`` as a set of their own
+(``EVEX_ONLY``): their chains then spread over those 16 as well as the VEX schemes' over what is
+left of the 16 (see ``RW_KEEP``). Mask operands
 (``k`` operands and write masks ``{%k1}``) draw from ``k1``-``k7``: ``k0`` is never allocated,
 because as a write mask it means "no masking". When a block has a 512-bit memory operand, the
 memory slots are 64-byte aligned and disjoint, so no zmm access splits a cache line or overlaps
@@ -81,6 +83,7 @@ VECTOR_REGS = tuple(f"vec{i}" for i in range(16))          # what legacy/VEX enc
 #: what EVEX reaches (AVX-512); zmm16-31 first: the frame initialises them in full (zmm0-15
 #: keep zero upper halves), and O_W/O_R take the first candidates
 EVEX_VECTOR_REGS = tuple(f"vec{i}" for i in range(16, 32)) + VECTOR_REGS
+EVEX_ONLY = "evex"    # the pool of vec16-31 for EVEX schemes' read-written operands beside VEX ones
 MASK_REGS = tuple(f"k{i}" for i in range(1, 8))            # k0 cannot be a write mask
 UNROLL_TARGETS = (40, 80, 200)
 OPERAND_MEMORY = 4096                                       # bytes at r14 that operands may touch
@@ -101,6 +104,10 @@ WRITTEN_MIN_COPIES = 4                                      # but a large copy s
 #: eight, a4's held-out mixes on the Zen 4 read up to 1.46x their time with twelve
 #: (``{bts r16, i8; vandnpd ymm, m64bcst; vfmsub213ps ymm{k}; vpshufhw xmm; vsubpd ymm{k}}`` 1.49
 #: cycles against 1.04), and the 300 mixes' error against one mapping 7.6 % against 7.3 %.
+#: Beside a VEX form the EVEX forms' read-written operands chain over vec16-31 instead (version
+#: 14): on the Zen 5 ``{vpdpbusd ymm; vpermt2b zmm; vpmovsqb xmm, zmm{k}}`` (0.5 cycles each
+#: alone) took 1.50 cycles with 14 of O_RW, 1.97 with 8, and 1.22 with its EVEX ``vpdpbusd``
+#: over 30.
 WRITTEN_ROTATION = 8
 RW_KEEP = {"gpr": 8, "vec": 12, "mask": 8}
 
@@ -305,6 +312,9 @@ def partition(schemes: Sequence[Scheme], rotation: int = READ_ROTATION) -> Parti
         sets[(pool, "W")] = tuple(cands[:n_w])
         sets[(pool, "R")] = tuple(cands[n_w:n_w + n_r])
         sets[(pool, "RW")] = tuple(cands[n_w + n_r:])
+    if pools["vec"] and pools["vec"][0] == VECTOR_REGS[0] and any(
+            s.encoding == "evex" and _pool_key(o) == "vec" and _role(o, s) == "RW" for s in schemes for o in s.operands):
+        sets[(EVEX_ONLY, "RW")] = tuple(r for r in EVEX_VECTOR_REGS[:16] if r not in fixed)
     return Partition(sets)
 
 
@@ -371,7 +381,7 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None,
     for s in schemes:
         plan = plans.get(id(s))
         if plan is None:
-            plan = plans[id(s)] = _operand_plan(s)
+            plan = plans[id(s)] = _operand_plan(s, evex_only=(EVEX_ONLY, "RW") in part.sets)
         values: list[str | int] = []
         taken: list[str] = []  # distinct candidates for the operands of one instruction
         for how, what, o in plan:
@@ -393,9 +403,10 @@ def allocate(schemes: Sequence[Scheme], part: Partition | None = None,
     return out
 
 
-def _operand_plan(s: Scheme) -> list[tuple[str, Any, Operand]]:
+def _operand_plan(s: Scheme, evex_only: bool = False) -> list[tuple[str, Any, Operand]]:
     """Per operand of a scheme: a fixed ``value``, a ``written`` memory slot, or a ``pick`` from
-    the candidate set ``(pool, role)``."""
+    the candidate set ``(pool, role)``; with ``evex_only``, an EVEX scheme's read-written vector
+    operands pick from ``(EVEX_ONLY, "RW")``."""
     plan: list[tuple[str, Any, Operand]] = []
     for o in s.operands:
         if o.kind == "imm":
@@ -410,7 +421,10 @@ def _operand_plan(s: Scheme) -> list[tuple[str, Any, Operand]]:
             plan.append(("written", None, o))
         else:
             role = "R" if o.kind == "mem" and not (o.read or o.write) else _role(o, s)
-            plan.append(("pick", (_pool_key(o), role), o))
+            pool = _pool_key(o)
+            if evex_only and pool == "vec" and role == "RW" and s.encoding == "evex":
+                pool = EVEX_ONLY
+            plan.append(("pick", (pool, role), o))
     return plan
 
 

@@ -119,7 +119,7 @@ class HarnessSettings:
     #                                    5: a round opens with the closing calibration of the one before
     #                                    6: the calibration chain adds a register, not an immediate
     #                                    7: a round counts only when the clock held still (steady_clock)
-    allocation_version: int = 13       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
+    allocation_version: int = 14       # 2: 8/16-bit register writes merge (read-written); 3: bt m, r offset r13;
     #                                    4: written memory packed in program order (allocation.written_addresses)
     #                                    5: every copy of a read-only memory operand reads one slot
     #                                    6: 32-bit immediates 298 (allocation.immediate)
@@ -130,6 +130,7 @@ class HarnessSettings:
     #                                    11: read slots from 768 down, clear of the stores' low address bits (READ_FIRST)
     #                                    12: loads rotate over 8 neighbouring slots in [512, 1024) (READ_REGION)
     #                                    13: a read narrower than its slot at offset n·width of the n-th (staggered)
+    #                                    14: beside VEX forms, EVEX forms' read-written registers are xmm16-31 (EVEX_ONLY)
     gate_seconds: float = 0.5          # per call, how long rounds wait for quiet reference kernels (0: no gate)
     warm_runs: int = 20                # untimed runs of each variant before a round (worker.measure)
     separate_rounds: bool = False      # every round warms and calibrates on its own (timing version 4)
