@@ -106,8 +106,8 @@ WRITTEN_MIN_COPIES = 4                                      # but a large copy s
 #: cycles against 1.04), and the 300 mixes' error against one mapping 7.6 % against 7.3 %.
 #: Beside a VEX form the EVEX forms' read-written operands chain over vec16-31 instead (version
 #: 14): on the Zen 5 ``{vpdpbusd ymm; vpermt2b zmm; vpmovsqb xmm, zmm{k}}`` (0.5 cycles each
-#: alone) took 1.50 cycles with 14 of O_RW, 1.97 with 8, and 1.22 with its EVEX ``vpdpbusd``
-#: over 30.
+#: alone) took 1.50 cycles with 14 of O_RW, 1.97 with 8, 1.22 with its EVEX ``vpdpbusd`` over
+#: 30, and 1.23 so.
 WRITTEN_ROTATION = 8
 RW_KEEP = {"gpr": 8, "vec": 12, "mask": 8}
 
