@@ -103,6 +103,22 @@ def test_a_member_of_both_kinds_its_check_refutes_stays_as_a_transfer_where_that
     assert oracle.measure([e]) == [float(resource(found).time(e))]
 
 
+def test_a_transfer_holds_no_more_than_its_time_alone():
+    # cz: like a28's vcvtps2ph m256, zmm (RESULTS §1.38): 1.0 alone, 2.0 beside a store and beside
+    # one three-source form, 2.5 beside two; a hold of what it adds beside one (1.5) would
+    # predict it 1.5 alone. sz: one µop, slow beside the three-source form only, likewise
+    truth = PortMapping(TRUTH.ports, {**TRUTH.uops, "cz": [(_s(4, 5), 2)], "sz": [(_s(4, 5), 1)]})
+    pairs = {Experiment({"cz": 1, "st": 1}): 2.0, Experiment({"cz": 1, "k4": 1}): 2.0,
+             Experiment({"cz": 1, "k4": 2}): 2.5, Experiment({"cz": 1, "st": 2}): 2.0,
+             Experiment({"sz": 1, "k4": 1}): 1.5, Experiment({"sz": 1, "k4": 2}): 2.0}
+    oracle = _Reads(truth, r_max=8, pairs=pairs)
+    alone = _alone(oracle, truth)
+    found = find(oracle.measure, _model(truth), alone, 8, O, {**CANDS, "vector": sorted(truth.uops)})
+    for x in ("cz", "sz"):
+        assert x in found["context"] and round(found["hold"][x], 6) == alone[x], x
+        assert float(resource(found).time(Experiment({x: 1}))) <= alone[x]
+
+
 def test_catalogue_candidates():
     c = candidates(["vmovdqu32_m128_xmm", "vpaddd_zmm_zmm_zmm_k", "vfmadd231pd_ymm_ymm_ymm", "vmovd_r32_xmm",
                     "vfmadd231pd_ymm_ymm_m256", "vmovntdq_m128_xmm", "add_r64_r64", "no_such_scheme"])
