@@ -32,8 +32,8 @@ Found by measurement, as one :class:`~pmsolve.modelled.Shared` resource named ``
    that misses is checked again as a transfer that holds what it added beside the three-source
    form (the Zen 5's 512-bit stores: 2.0 cycles beside one transfer and beside two, as their
    store-data µops say, but 1.5, 1.9 and 2.9 beside one, two and four ``vpavgw zmm{k}``).
-   A transfer holds at most its time alone, so that the resource never makes a scheme alone
-   slower than it was measured alone.
+   A transfer (and a member of both kinds) holds at most its time alone, so that the resource
+   never makes a scheme alone slower than it was measured alone.
 
 Chosen against 579 mixes of transfers and three-source forms and 800 mixes of all schemes, both
 measured apart from any inference (RESULTS §1.34): checking every transfer beside two
@@ -138,7 +138,8 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
             # vpavgb{k}, and a hold of that made its single 1.5 (RESULTS §1.38)
             if not k_side:
                 hold[x] = min(tk - beside[k], a)
-            else:
+            else:   # of both kinds: it holds beside[x] alone too
+                beside[x] = min(beside[x], a)
                 as_transfer[x] = min(tk - beside[k], a)
         elif d_side:
             left_out.append([x, f"{ek} = {tk:.4g} (the model {mk:.4g}), but more than one µop: no transfer"])
