@@ -312,8 +312,9 @@ def partition(schemes: Sequence[Scheme], rotation: int = READ_ROTATION) -> Parti
         sets[(pool, "W")] = tuple(cands[:n_w])
         sets[(pool, "R")] = tuple(cands[n_w:n_w + n_r])
         sets[(pool, "RW")] = tuple(cands[n_w + n_r:])
-    if pools["vec"] and pools["vec"][0] == VECTOR_REGS[0] and any(
-            s.encoding == "evex" and _pool_key(o) == "vec" and _role(o, s) == "RW" for s in schemes for o in s.operands):
+    vex_block = vector_pool(schemes) == VECTOR_REGS
+    if vex_block and any(s.encoding == "evex" and _pool_key(o) == "vec" and _role(o, s) == "RW"
+                         for s in schemes for o in s.operands):
         sets[(EVEX_ONLY, "RW")] = tuple(r for r in EVEX_VECTOR_REGS[:16] if r not in fixed)
     return Partition(sets)
 
