@@ -136,11 +136,12 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
             witnesses.append([dict(ek.items()), tk])
             # at most its time alone: a28's vcvtps2ph m256, zmm (1.0 alone) added 1.5 beside
             # vpavgb{k}, and a hold of that made its single 1.5 (RESULTS §1.38)
+            held = min(tk - beside[k], a)
             if not k_side:
-                hold[x] = min(tk - beside[k], a)
+                hold[x] = held
             else:   # of both kinds: it holds beside[x] alone too
                 beside[x] = min(beside[x], a)
-                as_transfer[x] = min(tk - beside[k], a)
+                as_transfer[x] = held
         elif d_side:
             left_out.append([x, f"{ek} = {tk:.4g} (the model {mk:.4g}), but more than one µop: no transfer"])
     left_out += _checked(measure, model, r_max, o, d, k, hold, beside, context, witnesses, as_transfer)
