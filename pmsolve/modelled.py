@@ -50,7 +50,11 @@ per zmm load, and beside one 0.60 per ymm load, 0.46 per xmm load), its divider 
 16 cycles, ``vdivps xmm`` 3 alone and 5 beside a wider divide: the divider then runs at 256-bit
 width). A scheme holds ``hold`` cycles always, ``beside`` cycles (instead) while any scheme of
 ``context`` is in the experiment; the resource adds the constraint tp⁻¹ ≥ Σ n_i·hold_i
-(:mod:`pmsolve.infer.explain.shared` finds such resources). A *serial* scheme is microcode that
+(:mod:`pmsolve.infer.explain.shared` finds such resources). A ``capped`` resource (the Zen 5's
+``reads``) adds less where the only context schemes in the experiment are *partners*, context
+schemes that hold ``beside`` as well: there the other schemes add at most what the partners do
+(``{vfnmadd132ps xmm{k}: 1, vpaddd zmm{k}: k}`` takes 1.00, 1.02 and 1.03 cycles for k = 1, 2
+and one more merge-masked form, where the sum of the holds says 1.0, 1.5, 1.5). A *serial* scheme is microcode that
 holds the front end (Ice Lake-SP's ``btc m64, r64``: 5 cycles alone, 6.0 beside one more
 instruction, 7.1 beside ten ``mov r64, imm32`` that take 2.5 alone, 13.0 beside forty, 6.0 beside
 ``vdivps ymm`` that takes 5): while its microcode is delivered (its time alone, ``alone``, else
@@ -293,7 +297,8 @@ class Mode:
 @dataclass(frozen=True)
 class Shared:
     """A resource beside the ports that its schemes hold ``hold`` cycles per copy, and ``beside``
-    cycles instead while a scheme of ``context`` is in the experiment (module docstring);
+    cycles instead while a scheme of ``context`` is in the experiment; ``capped``: where that
+    context is partners only, the rest adds at most what they add (module docstring);
     ``witnesses``: the experiments that showed it, with their measured cycles."""
 
     name: str
@@ -301,6 +306,7 @@ class Shared:
     beside: Mapping[str, Fraction] = field(default_factory=dict)
     context: frozenset[str] = frozenset()
     witnesses: tuple[tuple[Experiment, float], ...] = ()
+    capped: bool = False
 
     def __post_init__(self) -> None:
         if any(t < 0 for t in [*self.hold.values(), *self.beside.values()]):
@@ -311,29 +317,39 @@ class Shared:
         return frozenset(self.hold) | frozenset(self.beside) | self.context
 
     def time(self, e: Experiment) -> Fraction:
-        """Σ n_i·hold_i over ``e`` (``beside`` where a scheme of ``context`` is in ``e``)."""
-        on = any(i in self.context for i in e)
-        return sum((n * (self.beside.get(i, self.hold.get(i, 0)) if on else self.hold.get(i, 0))
-                    for i, n in e.items()), Fraction(0))
+        """Σ n_i·hold_i over ``e`` (``beside`` where a scheme of ``context`` is in ``e``; capped,
+        see the class docstring)."""
+        ctx = [i for i in e if i in self.context]
+        if not ctx:
+            return sum((n * self.hold.get(i, 0) for i, n in e.items()), Fraction(0))
+        total = sum((n * self.beside.get(i, self.hold.get(i, 0)) for i, n in e.items()), Fraction(0))
+        if not (self.capped and all(i in self.beside for i in ctx)):
+            return total
+        partners = sum((e[i] * self.beside[i] for i in ctx), Fraction(0))
+        return partners + min(total - partners, partners)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "hold": {i: float(t) for i, t in sorted(self.hold.items())},
                 "beside": {i: float(t) for i, t in sorted(self.beside.items())}, "context": sorted(self.context),
+                **({"capped": True} if self.capped else {}),
                 "witnesses": [{"experiment": dict(e.items()), "measured": t} for e, t in self.witnesses]}
 
     @classmethod
     def from_json(cls, d: Any, source: str = "") -> "Shared":
         try:
             if any(isinstance(x, bool) or not isinstance(x, (int, float))
-                   for k in ("hold", "beside") for x in d.get(k, {}).values()):
+                   for k in ("hold", "beside") for x in d.get(k, {}).values()) or \
+                    not isinstance(d.get("capped", False), bool):
                 raise TypeError
             return cls(str(d["name"]), {str(i): cycles(t) for i, t in d["hold"].items()},
                        {str(i): cycles(t) for i, t in d.get("beside", {}).items()},
                        frozenset(map(str, d.get("context", []))),
-                       tuple((Experiment(dict(w["experiment"])), float(w["measured"])) for w in d.get("witnesses", [])))
+                       tuple((Experiment(dict(w["experiment"])), float(w["measured"])) for w in d.get("witnesses", [])),
+                       d.get("capped", False))
         except (TypeError, KeyError, ValueError, AttributeError, ValidationError):
             raise FormatError(f"{source}: each of 'shared' must be {{'name': n, 'hold': {{scheme: cycles}}, "
-                              "'beside': {scheme: cycles}, 'context': [...], 'witnesses': [...]}}") from None
+                              "'beside': {scheme: cycles}, 'context': [...], 'capped': bool, "
+                              "'witnesses': [...]}}") from None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import pytest
+
+from pmsolve.errors import FormatError
 from pmsolve.harness.simulated import SimulatedOracle
 from pmsolve.infer.explain import ExplainOptions
 from pmsolve.infer.explain.reads import candidates, find, resource
@@ -23,13 +26,14 @@ def _s(*p):
 
 #: four vector pipes 0-3, two store-data ports 4-5; st/st2/mv move data out (one µop each), cv is
 #: a store with a µop of its own before it; k4, k2 read three vector registers, fk too and is a
-#: transfer as well (the Zen 5's merge-masked FMA132 and vblendv); a4, a2 read two
+#: transfer as well (the Zen 5's merge-masked FMA132 and vblendv): beside it and no other
+#: transfer, k4 and k2 add at most what it adds (capped); a4, a2 read two
 TRUTH = PortMapping(["0", "1", "2", "3", "4", "5"], {
     "st": [(_s(4, 5), 1)], "st2": [(_s(4, 5), 1)], "mv": [(_s(4, 5), 1)], "cv": [(_s(0, 2), 1), (_s(4, 5), 1)],
     "k4": [(_s(0, 1, 2, 3), 1)], "k2": [(_s(2, 3), 1)], "fk": [(_s(0, 1), 1)],
     "a4": [(_s(0, 1, 2, 3), 1)], "a2": [(_s(0, 1), 1)]})
 READS = Shared("reads", {"st": F(1, 2), "st2": F(1, 2), "mv": F(1, 2)}, {"k4": F(1, 2), "k2": F(1, 2), "fk": F(1, 2)},
-               frozenset({"st", "st2", "mv", "fk"}))
+               frozenset({"st", "st2", "mv", "fk"}), capped=True)
 CANDS = {"transfers": ["st", "st2"], "three_source": ["k4", "k2", "fk"], "vector": sorted(TRUTH.uops)}
 O = ExplainOptions().resolved(counter=False)
 
@@ -146,3 +150,27 @@ def test_measured_holds_are_kept_to_what_a_measurement_resolves():
     """0.4987 and 0.5012 cycles are both 1/2: the digits below would order predictions by noise."""
     r = resource({"hold": {"st": 0.4987, "mv": 0.5012}, "beside": {"k4": 0.263, "k2": 0.5004}, "context": ["st", "mv"]})
     assert r.hold == {"st": F(1, 2), "mv": F(1, 2)} and r.beside == {"k4": F(26, 100), "k2": F(1, 2)}
+
+
+def test_beside_members_of_both_kinds_only_three_source_forms_add_at_most_what_those_add(tmp_path):
+    # the Zen 5, hand-written probes (RESULTS §1.39): fk ~ vfnmadd132ps xmm{k} (both kinds),
+    # k4/k2 ~ vpaddd/vpsubd zmm{k}, st ~ vmovdqu32 m128, xmm (a transfer of one kind)
+    def t(r, **e):
+        return r.time(Experiment(e))
+    assert t(READS, fk=1, k4=1) == 1 and t(READS, fk=1, k4=2) == 1 and t(READS, fk=1, k4=1, k2=1) == 1
+    assert t(READS, fk=2, k4=1) == F(3, 2) and t(READS, fk=2, k4=2) == 2 and t(READS, fk=1) == F(1, 2)
+    # a transfer of one kind in the experiment: every member adds its hold, as without the cap
+    assert t(READS, fk=1, k4=1, st=1) == F(3, 2) and t(READS, st=1, k4=2) == F(3, 2)
+    assert t(READS, st=1, k4=1, k2=1, fk=1) == 2
+    plain = Shared("reads", READS.hold, READS.beside, READS.context)
+    assert t(plain, fk=1, k4=2) == F(3, 2)
+    # the file keeps it; a file without it (before 2026-12-07) reads uncapped; a non-bool is refused
+    model = ModelledMapping(TRUTH, _model().schemes, shared=(READS,))
+    again = ModelledMapping.from_json(model.to_json())
+    assert again.shared[0].capped and again.inverse_throughput(Experiment({"fk": 1, "k4": 2})) == 1
+    doc = model.to_json()
+    del doc["shared"][0]["capped"]
+    assert not ModelledMapping.from_json(doc).shared[0].capped
+    doc["shared"][0]["capped"] = "yes"
+    with pytest.raises(FormatError, match="capped"):
+        ModelledMapping.from_json(doc)

@@ -100,7 +100,8 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
             if m == m and m > 0 and all(n in mapping.uops for n in e)]
     names = set(mapping.uops)
     cut = tuple(Shared(r.name, {i: t for i, t in r.hold.items() if i in names},
-                       {i: t for i, t in r.beside.items() if i in names}, r.context & names) for r in shared)
+                       {i: t for i, t in r.beside.items() if i in names}, r.context & names, capped=r.capped)
+            for r in shared)
     model = ModelledMapping(mapping, {}, mode, cut) if mode is not None or cut else None
 
     def predict(exps: list[Experiment]) -> Sequence[float]:

@@ -35,6 +35,14 @@ Found by measurement, as one :class:`~pmsolve.modelled.Shared` resource named ``
    A transfer (and a member of both kinds) holds at most its time alone, so that the resource
    never makes a scheme alone slower than it was measured alone.
 
+4. beside a member of both kinds and no transfer of one kind, the three-source forms add at
+   most what the members of both kinds add (``capped``): ``{vfnmadd132ps xmm{k}: 1, vpaddd
+   zmm{k}: k}`` takes 1.00 and 1.02 cycles for k = 1 and 2, 1.03 with ``vpsubd zmm{k}`` for the
+   second copy, 1.60 and 2.00 for two FMAs beside one and two adds; beside a store each further
+   three-source form adds its hold (``{store: 1, vpaddd{k}: 1, vpsubd{k}: 1}`` 1.50).
+   Hand-written probes on the Zen 5, 2026-12-07 (RESULTS §1.39); on the 579 and 800 mixes below
+   it took a29's τ-b .01 from 0.667 to 0.707 and from 0.891 to 0.898.
+
 Chosen against 579 mixes of transfers and three-source forms and 800 mixes of all schemes, both
 measured apart from any inference (RESULTS §1.34): checking every transfer beside two
 three-source forms, which takes out the forms of both kinds (a merge-masked FMA takes 1.02 cycles
@@ -155,7 +163,7 @@ def _shared(hold: Mapping[str, float], beside: Mapping[str, float], context: Ite
             witnesses: list = ()) -> Shared:
     return Shared(NAME, {i: resolved(max(t, 0.0)) for i, t in hold.items()},
                   {i: resolved(max(t, 0.0)) for i, t in beside.items()}, frozenset(context),
-                  tuple((Experiment(e), t) for e, t in witnesses))
+                  tuple((Experiment(e), t) for e, t in witnesses), capped=True)
 
 
 def _checked(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, r_max: float | None,
