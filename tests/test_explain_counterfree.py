@@ -400,7 +400,7 @@ def test_slow_schedules_are_never_faster_than_the_bound_and_respect_the_budget()
     # alone, 7 % over its bound within ε·5 is a fit: nothing else of the pair is slow
     assert slow_schedules("m", "v", zen5[2:], size2, {}, None, o) == []
     # only flooding experiments go aside so, and never the last that fits: the Zen 5's shuffle and
-    # add pipes (a31), whose {1, 1} and {2, 2} run 5 % over their bounds 0.667 and 1.333
+    # add pipes (a stopped run of 2026-12-07), whose {1, 1} and {2, 2} run 5 % over 0.667 and 1.333
     size3 = {"s": 2, "a": 2}
     pipes = [(Experiment({"s": 1, "a": 1}), 0.702), (Experiment({"s": 2, "a": 2}), 1.405),
              (Experiment({"s": 2, "a": 1}), 1.126), (Experiment({"s": 1, "a": 2}), 1.124)]
