@@ -234,8 +234,11 @@ def _reads(reads: dict[str, Any] | None) -> list[str]:
     return ["<h2>Transfers beside three-source forms</h2><p>Stores and moves out of the vector registers "
             "(<i>transfers</i>) and forms that read three vector registers slow each other where the ports do "
             f"not: <code>{_e(reads.get('why'))}</code>. A mix with a transfer takes at least the sum of what its "
-            f"members hold; {len(reads['context'])} transfers, {len(reads['beside'])} schemes that hold it beside "
-            f"one, {len(reads.get('left_out', []))} left out by their checks.</p>",
+            "members hold; where its only transfers read three vector registers themselves (members of both "
+            "kinds), the other members add at most what those hold. "
+            f"{len(reads['context'])} transfers ({len(set(reads['context']) & set(reads['beside']))} of both kinds), "
+            f"{len(reads['beside'])} schemes that hold it beside one, {len(reads.get('left_out', []))} left out by "
+            "their checks.</p>",
             f"<p>transfers (largest first): {_e(hold)}{', …' if len(reads['hold']) > 12 else ''}<br>"
             f"beside a transfer: {_e(beside)}{', …' if len(reads['beside']) > 12 else ''}</p>"]
 
