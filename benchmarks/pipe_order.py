@@ -65,14 +65,15 @@ def main() -> int:
         if ch not in one:
             print(f"  {ch} ({name}): not one µop in the mapping, skipped")
     patterns = [p for p in args.patterns if set(p) <= set(one)]
+    blocks = [block(p) for p in patterns]
     o = HardwareOracle([])
     try:
-        res = o.measure_blocks([block(p) for p in patterns])
+        res = o.measure_blocks(blocks)
     finally:
         o.close()
     print("cycles per copy of the pattern, against the port mapping's optimum:")
-    for p, r in zip(patterns, res):
-        copies = len(block(p)) // len(p)
+    for p, b, r in zip(patterns, blocks, res):
+        copies = len(b) // len(p)
         e = Experiment({one[ch]: p.count(ch) for ch in sorted(set(p))})
         best = float(model.inverse_throughput(e))
         t = (r.cycles or float("nan")) / copies

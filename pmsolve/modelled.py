@@ -325,7 +325,7 @@ class Shared:
         total = sum((n * self.beside.get(i, self.hold.get(i, 0)) for i, n in e.items()), Fraction(0))
         if not (self.capped and all(i in self.beside for i in ctx)):
             return total
-        partners = sum((e[i] * self.beside[i] for i in ctx), Fraction(0))
+        partners = sum((n * self.beside[i] for i, n in e.items() if i in self.context), Fraction(0))
         return partners + min(total - partners, partners)
 
     def to_json(self) -> dict[str, Any]:

@@ -399,11 +399,15 @@ def test_slow_schedules_are_never_faster_than_the_bound_and_respect_the_budget()
         ({"m": 1, "v": 1}, 0.5), ({"m": 4, "v": 2}, 1.5), ({"m": 4, "v": 1}, 1.25)]
     # alone, 7 % over its bound within ε·5 is a fit: nothing else of the pair is slow
     assert slow_schedules("m", "v", zen5[2:], size2, {}, None, o) == []
+    # and it stays when it is the last experiment of the pair that fits
+    assert [dict(e.items()) for e, _, _ in slow_schedules("m", "v", zen5[:1] + zen5[2:3], size2, {}, None, o)] == [
+        {"m": 1, "v": 1}]
     # only flooding experiments go aside so, and never the last that fits: the Zen 5's shuffle and
     # add pipes (a stopped run of 2026-12-07), whose {1, 1} and {2, 2} run 5 % over 0.667 and 1.333
     size3 = {"s": 2, "a": 2}
     pipes = [(Experiment({"s": 1, "a": 1}), 0.702), (Experiment({"s": 2, "a": 2}), 1.405),
-             (Experiment({"s": 2, "a": 1}), 1.126), (Experiment({"s": 1, "a": 2}), 1.124)]
+             (Experiment({"s": 2, "a": 1}), 1.126), (Experiment({"s": 1, "a": 2}), 1.124),
+             (Experiment({"s": 1, "a": 4}), 2.0)]
     assert [dict(e.items()) for e, _, _ in slow_schedules("s", "a", pipes, size3, {}, None, o)] == [
         {"s": 2, "a": 1}, {"s": 1, "a": 2}]
     # "x" is slow with a, b and c; "d" only with c: d's pair is set aside, x is dropped

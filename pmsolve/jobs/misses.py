@@ -30,7 +30,7 @@ else; they go through the job's measurement store, so a resumed job measures non
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsolve.harness.layouts import scaled
@@ -99,9 +99,9 @@ def localise(oracle, mapping: PortMapping, r_max: float | None, held: Sequence[E
     mine = [(e, m) for e, m in zip(held, measured)
             if m == m and m > 0 and all(n in mapping.uops for n in e)]
     names = set(mapping.uops)
-    cut = tuple(Shared(r.name, {i: t for i, t in r.hold.items() if i in names},
-                       {i: t for i, t in r.beside.items() if i in names}, r.context & names, capped=r.capped)
-            for r in shared)
+    cut = tuple(replace(r, hold={i: t for i, t in r.hold.items() if i in names},
+                        beside={i: t for i, t in r.beside.items() if i in names}, context=r.context & names)
+                for r in shared)
     model = ModelledMapping(mapping, {}, mode, cut) if mode is not None or cut else None
 
     def predict(exps: list[Experiment]) -> Sequence[float]:

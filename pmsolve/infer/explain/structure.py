@@ -169,8 +169,9 @@ def slow_schedules(i: str, j: str, exps: list[tuple[Experiment, float]], width: 
                 break
             (slow if t > pred + tol else fit).append((e, t, pred))
         else:
-            over = [x for x in fit if o.tolerance and x[1] > x[2] * (1 + o.tolerance) and flooding(x[0], size)]
-            if slow and over and len(over) < len(fit):
+            over = ([x for x in fit if x[1] > x[2] * (1 + o.tolerance) and flooding(x[0], size)]
+                    if slow and o.tolerance else [])
+            if len(over) < len(fit):      # never the last experiment that fits
                 slow += over
                 fit = [x for x in fit if x not in over]
             if fit:
