@@ -66,11 +66,8 @@ def main() -> int:
             print(f"  {ch} ({name}): not one µop in the mapping, skipped")
     patterns = [p for p in args.patterns if set(p) <= set(one)]
     blocks = [block(p) for p in patterns]
-    o = HardwareOracle([])
-    try:
+    with HardwareOracle([]) as o:
         res = o.measure_blocks(blocks)
-    finally:
-        o.close()
     print("cycles per copy of the pattern, against the port mapping's optimum:")
     for p, b, r in zip(patterns, blocks, res):
         copies = len(b) // len(p)
