@@ -463,3 +463,37 @@ def test_costs_from_measurements_are_resolved():
 
     assert bound("x", 0.5008, [(Experiment({"x": 1}), 0.5008)]) == Fraction(1, 2)
     assert bound("x", 0.263, []) == Fraction(26, 100)
+
+
+def test_a_misfits_uop_on_a_blocked_set_moves_to_the_pair_a_mapped_scheme_shows():
+    """The Zen 5's ``vpopcntd xmm`` (and ``vpabsb``, the saturating adds, ``vpminsq``: 105
+    schemes of run a32) runs on vector pipes 1 and 3, which no blocking instruction holds alone:
+    the characterisation found 1×[0,1,2,3], a misfit at 0.5 cycles alone, and its prediction took
+    0.5 beside ``kshiftrw`` (mapped on [1,3]) where 1.0 was measured. Beside that mapped scheme,
+    which the stand-in experiments measure, the µop moves to [1,3]; its experiments with the
+    blocking instructions cannot tell [1,3] from [0,1,2,3], so without them it stays there."""
+    from pmsolve.infer.explain.complete import complete, stand_ins
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    truth = PortMapping(PORTS, {"a01": [(f({"0", "1"}), 1)], "a02": [(f({"0", "2"}), 1)],
+                                "a23": [(f({"2", "3"}), 1)], "a0123": [(f({"0", "1", "2", "3"}), 1)],
+                                "k13": [(f({"1", "3"}), 1)], "x": [(f({"1", "3"}), 1)]})
+    oracle = SimulatedOracle(truth, r_max=4)
+    mapping = PortMapping(PORTS, {i: truth.uops[i] for i in truth.uops if i != "x"})
+    seen = [Experiment({"x": 1}), *(Experiment({"x": 1, b: 2}) for b in ("a01", "a02", "a23")),
+            Experiment({"x": 1, "a0123": 4})]
+    measured = dict(zip(seen, oracle.measure(seen)))
+    odd = Misfit("outside the model", "alone it runs at 0.5 cycles, slower than its µops explain",
+                 found=((("0", "1", "2", "3"), 1),))
+    explanations = {**{i: Explanation() for i in mapping.uops}, "x": Explanation(misfit=odd)}
+    single = {"x": {"tp": measured[seen[0]]}}
+    before, _ = complete(mapping, explanations, single, measured, 4)
+    assert before.schemes["x"].uops == ((("0", "1", "2", "3"), 1),)
+    extra = stand_ins(mapping, explanations, single)
+    assert Experiment({"x": 4, "k13": 4}) in extra
+    measured.update(zip(extra, oracle.measure(extra)))
+    model, _ = complete(mapping, explanations, single, measured, 4)
+    assert model.schemes["x"].uops == ((("1", "3"), 1),)
+    mixes = [Experiment({"x": 1, "k13": 1}), Experiment({"x": 2, "a02": 2, "k13": 1}), Experiment({"x": 1, "a01": 1})]
+    assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))

@@ -218,6 +218,25 @@ class _Fractional(_WithPaths):
                 for v, e in zip(plain, exps)]
 
 
+def test_microcode_whose_uops_explain_its_time_alone_is_found_serial_too():
+    """The Zen 5's ``shld m32, r32, imm8`` takes 1.1 cycles alone, as the µops the
+    characterisation found say, so it was no slow scheme and never tried beside the filler; it
+    takes 2.0 beside any one instruction and 3.0 beside the filler (the ports: 2.0), as microcode
+    does. Every scheme of a cost is tried."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find, slow_schemes
+
+    blocking = PortMapping(TRUTH.ports, {i: TRUTH.uops[i] for i in ("a0", "a1", "a5", "a56", "a0156", "ld")})
+    oracle = _WithPaths(TRUTH, r_max=5)
+    model = ModelledMapping(blocking, {**{b: SchemeModel("mapped") for b in blocking.uops},
+                                       "ms": SchemeModel("ports + cost", cost=F(4), alone=F(4), uops=((("0", "1"), 8),))})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    o = O().resolved(False)
+    assert slow_schemes(model, alone, 5, o) == []
+    found = find(oracle.measure, model, alone, 5, o, blocking=blocking)
+    assert [i for i, *_ in found["serial"]] == ["ms"]
+
+
 def test_a_scheme_that_takes_the_sum_beside_the_filler_but_no_whole_cycle_beside_one_is_not_serial():
     """The serial rule charges a whole cycle for the rest between copies (Ice Lake-SP's btc m64:
     5 alone, 6.0 beside one instruction). A scheme that takes the sum beside the filler but a
@@ -427,3 +446,43 @@ def test_a_narrow_divide_that_holds_more_beside_a_wide_one_shares_its_divider():
     mixes = [Experiment({"pd": 1, "ps": 1}), Experiment({"ps": 1, "ps2": 1}), Experiment({"pd2": 1, "pd": 1}),
              Experiment({"pd": 2, "ps2": 1})]
     assert [float(shared.inverse_throughput(e, 4)) for e in mixes] == pytest.approx(oracle.measure(mixes), rel=0.05)
+
+
+class _Microcode(SimulatedOracle):
+    """Two microcoded schemes of 2.0 cycles each on the Zen 5 (EPYC 9005, 2026-12-07): alone
+    and beside ports they take their 2.0, together the sum (``vreducepd zmm, m512`` with
+    ``vreduceps zmm, m32bcst`` 4.0): a sequencer they both hold."""
+
+    def measure(self, experiments):
+        exps = list(experiments)
+        self.queries += len(exps)
+        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
+        return [max(float(b), 2.0 * (e["mc"] + e["mc2"])) for b, e in zip(base, exps)]
+
+
+def test_a_mapped_scheme_whose_time_alone_is_several_uops_on_one_port_is_paired_too():
+    """The complement search places the Zen 5's ``vreduceps zmm, m32bcst`` as 2×[3] (2.0 cycles
+    alone), a port no blocking instruction isolates; ``vreducepd zmm, m512`` holds the microcoded
+    schemes' resource, and the two take 4.0 together, which the ports said 2.0. A cycle or more
+    on one port is what a unit looks like, so such a scheme is paired with the slow ones too."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find, resources, slow_schemes
+
+    truth = PortMapping(["0", "1", "3"], {"a01": [(_s(0, 1), 1)], "a3": [(_s(3), 1)],
+                                          "mc": [(_s(0, 1), 1)], "mc2": [(_s(0, 1), 1)],
+                                          "w": [(_s(0, 1), 2)]})
+    blocking = PortMapping(truth.ports, {i: truth.uops[i] for i in ("a01", "a3")})
+    oracle = _Microcode(truth, r_max=4)
+    mapping = PortMapping(truth.ports, {**blocking.uops, "mc2": [(_s(3), 2)], "w": [(_s(0, 1), 2)]})
+    model = ModelledMapping(mapping, {"a01": SchemeModel("mapped"), "a3": SchemeModel("mapped"),
+                                      "mc": SchemeModel("ports + cost", cost=F(2), alone=F(2), uops=((("0", "1"), 1),)),
+                                      "mc2": SchemeModel("mapped"), "w": SchemeModel("mapped")})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    o = O().resolved(False)
+    # w takes its 1.0 cycle alone on two ports, a3 on one with one µop: no such schemes
+    assert slow_schemes(model, alone, 4, o) == ["mc", "mc2"]
+    found = find(oracle.measure, model, alone, 4, o, blocking=blocking)
+    assert [sorted(r["hold"]) for r in found["resources"]] == [["mc", "mc2"]]
+    shared = ModelledMapping(model.mapping, model.schemes, shared=resources(found, model))
+    e = Experiment({"mc": 1, "mc2": 1})
+    assert float(shared.inverse_throughput(e, 4)) == pytest.approx(oracle.measure([e])[0], rel=0.05)

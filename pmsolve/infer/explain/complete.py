@@ -94,6 +94,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         ports = set(mapping.ports) if mapping is not None else set()
         uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
+        cands += [("ports + cost", f) for f in narrowed(uops, sets, alone)]
         unit = x.misfit.unit if x.misfit is not None else ()
         if unit and set(unit) <= ports and (k := unit_uops(cost, len(unit))) > 0:
             cands.insert(1, ("ports + cost", uops + [(frozenset(unit), k)]))
@@ -114,6 +115,60 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         why = (x.misfit.category + ": " + x.misfit.reason) if x.misfit is not None else "no µops found"
         models[i] = SchemeModel(kind, hits / len(exps), cost, why[:300], (hits, len(exps)), _canon(us), alone)
     return with_models(mapping, models, mode), none
+
+
+def narrowed(uops: list[tuple[frozenset[str], int]], sets: list[frozenset[str]],
+             alone: Fraction) -> list[list[tuple[frozenset[str], int]]]:
+    """``uops`` with the µops of one set Q moved to a port set C ⊂ Q of the mapping, where that
+    makes the scheme by itself as slow as ``alone`` (within WITHIN) and they alone are faster.
+    A µop that cannot evade Q lies inside it, and the characterisation narrows it only to sets a
+    blocking instruction isolates: the Zen 5's ``vpopcntd xmm``, ``vpabsb``, saturating adds and
+    ``vpminsq`` (105 schemes of a32) came out 1×[0,1,2,3] at 0.5 cycles alone, on the pipes 1 and 3
+    of ``kshiftrw`` that no blocking instruction holds, and took 0.5 beside it where 1.0 was
+    measured. Which C, the experiments with a mapped scheme on it say (:func:`stand_ins`)."""
+    if not uops or _own(dict(uops)) >= alone * (1 - WITHIN):
+        return []
+    out = []
+    for q, n in uops:
+        for c in sets:
+            if c < q:
+                f = {**dict(uops), q: 0}
+                f[c] = f.get(c, 0) + n
+                f = {x: k for x, k in f.items() if k}
+                if abs(_own(f) - alone) <= WITHIN * alone:
+                    out.append(list(f.items()))
+    return out
+
+
+def stand_ins(mapping: PortMapping | None, explanations: Mapping[str, Explanation], single: Mapping[str, Any],
+              units: frozenset[str] = frozenset()) -> list[Experiment]:
+    """The experiments that tell :func:`narrowed` placements apart: each misfit beside a mapped
+    scheme of one µop on each set C its µops may move to (the most confident such scheme), both
+    about two cycles alone; the misfit's µops on C take the sum there, elsewhere the longer."""
+    if mapping is None:
+        return []
+    one: dict[frozenset[str], tuple[float, str]] = {}
+    for b, us in mapping.uops.items():
+        x = explanations.get(b)
+        if len(us) == 1 and us[0].count == 1 and not us[0].ports & units and x is not None and x.misfit is None:
+            key = (-(x.confidence if x.confidence is not None else 1.0), b)
+            if us[0].ports not in one or key < one[us[0].ports]:
+                one[us[0].ports] = key
+    sets = sorted(one, key=lambda q: (len(q), sort_ports(q)))
+    ports = set(mapping.ports)
+    out = set()
+    for i, x in sorted(explanations.items()):
+        t = (single.get(i) or {}).get("tp")
+        if i in mapping.uops or x.misfit is None or not (t == t and t and t > 0):
+            continue
+        found = x.misfit.found or x.misfit.uops
+        uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], resolved(t))
+        for f in narrowed(uops, sets, resolved(t)):
+            for c in set(dict(f)) - set(dict(uops)):
+                b = one[c][1]
+                tb = float(_own({c: 1}))
+                out.add(Experiment({i: max(1, round(2 / t)), b: max(1, round(2 / tb))}))
+    return sorted(out, key=str)
 
 
 def _kind(uops: list[tuple[frozenset[str], int]]) -> str:

@@ -53,7 +53,7 @@ from pmsolve.harness.cache import CachingOracle
 from pmsolve.harness.layouts import LayoutVote
 from pmsolve.harness.protocol import oracle_fingerprint
 from pmsolve.infer.explain.checkpoint import Checkpoint
-from pmsolve.infer.explain.complete import complete, kind_summary, rescored
+from pmsolve.infer.explain.complete import complete, kind_summary, rescored, stand_ins
 from pmsolve.infer.explain.hooks import get_hook
 from pmsolve.infer.explain.options import ExplainOptions
 from pmsolve.infer.explain.structure import infer_structure, slow_summary
@@ -303,6 +303,9 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                         f"measurement as well ({', '.join(ambiguous[:5])}{', …' if len(ambiguous) > 5 else ''}): "
                         f"each is mapped to the widest, the others are listed with it (`alternatives`)")
         say("warning: " + warnings[-1])
+    if not counter:
+        stage(f"stand-ins ({o.characterisation_key()})",
+              lambda: _stand_ins(orc, mapping, explanations, single, unit_ports, say))
     measured = {e: r.cycles for e, r in orc.rows(orc.known()).items() if r.ok}
     got = stage(f"complete ({o.characterisation_key()})",
                 lambda: _complete(mapping, explanations, single, measured, r_max, mode, unit_ports))
@@ -346,6 +349,17 @@ def infer(oracle: Any, options: ExplainOptions, *, state: str | Path | None = No
                         "stages": timing}
     cp.save()
     return ExplainResult(mapping, explanations, summary, warnings, model)
+
+
+def _stand_ins(oracle: Any, mapping: PortMapping | None, explanations: dict[str, Explanation],
+               single: dict[str, Any], units: frozenset[str], say: Callable[[str], None]) -> dict[str, Any]:
+    """:func:`~pmsolve.infer.explain.complete.stand_ins` measured, for :func:`complete` to judge
+    the narrowed placements of misfits' µops on."""
+    exps = stand_ins(mapping, explanations, single, units)
+    say(f"  {len(exps)} experiment(s) beside mapped schemes, for misfits whose µops may lie on fewer ports")
+    if exps:
+        oracle.measure(exps)
+    return {"experiments": len(exps)}
 
 
 def _complete(mapping: PortMapping | None, explanations: dict[str, Explanation], single: dict[str, Any],

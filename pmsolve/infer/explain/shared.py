@@ -99,7 +99,8 @@ def _ports_time(model: ModelledMapping, e: Experiment, units: frozenset[str]) ->
 def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float | None, o: ExplainOptions,
                  units: frozenset[str] = frozenset()) -> list[str]:
     """Schemes whose time alone outlasts their µops on ports and the front end (a cost of their
-    own, or a unit), slowest first; not the non-temporal stores (module doc)."""
+    own, or a unit), or is that of several µops on one port (:func:`one_port_time`), slowest first;
+    not the non-temporal stores (module doc)."""
     out = []
     nt = non_temporal_stores(model.schemes)
     for i, m in model.schemes.items():
@@ -108,9 +109,20 @@ def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float 
             continue
         e = Experiment({i: 1})
         least = max(_ports_time(model, e, units), m.slots / r_max if r_max else 0)
-        if m.kind == "unit" or (m.cost is not None and off(e, t, least, o) and t > least):
+        if (m.kind == "unit" or (m.cost is not None and off(e, t, least, o) and t > least)
+                or (one_port_time(model, i, units) >= 2 and not off(e, t, one_port_time(model, i, units), o))):
             out.append(i)
     return sorted(out, key=lambda i: (-alone[i], simplicity(i)))
+
+
+def one_port_time(model: ModelledMapping, i: str, units: frozenset[str] = frozenset()) -> float:
+    """The cycles that ``i``'s µops on a single port (not a unit's) take there: several µops of
+    one instruction back to back on one port look like a unit's or the microcode's, and the
+    complement search may place them so (the Zen 5's ``vreduceps zmm, m32bcst``: 2×[3], 2.0
+    cycles alone, where ``vreducepd zmm, m512`` holds the microcoded schemes' resource, and the
+    two take 4.0 together)."""
+    return float(max((u.count for u in model.on_ports.get(i, ()) if len(u.ports) == 1 and not u.ports & units),
+                     default=0))
 
 
 def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
@@ -122,7 +134,10 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
     ``units``: the ports of units (not ports: a unit's sharing is what a pair may show);
     ``blocking``: the blocking instructions, whose filler probes serialising schemes."""
     pending = slow_schemes(model, alone, r_max, o, units)
-    serial = _serial(measure, model, alone, r_max, o, pending, blocking)
+    # microcode may hide behind µops that explain its time alone (the Zen 5's ``shld m32, r32,
+    # imm8``: 1.1 cycles alone as its µops say, 2.0 beside any one instruction, 3.0 beside the
+    # filler where the ports say 2.0), so every scheme of a cost is a candidate, not only slow ones
+    serial = _serial(measure, model, alone, r_max, o, pending + sorted(set(model.schemes) - set(pending)), blocking)
     pending = [i for i in pending if i not in serial]
     resources: list[dict[str, Any]] = []
     left_out: list[list[str]] = []
@@ -167,15 +182,15 @@ def members(res: Mapping[str, Any]) -> set[str]:
 def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
             r_max: float | None, o: ExplainOptions, slow: list[str], blocking: PortMapping | None
             ) -> dict[str, tuple[dict[str, int], float]]:
-    """The slow schemes of a cycle or more that take the sum beside the filler (module doc):
+    """The schemes of ``slow`` of a cycle or more that take the sum beside the filler (module doc):
     scheme -> (the probe, its measured time). Only schemes with a cost of their own: a unit's
     scheme has no time of its own to hold the front end with (its unit explains its time alone)."""
     if blocking is None or not r_max or not blocking.uops:
         return {}
     fill = filler(blocking, int(r_max))
     t_fill = float(model.inverse_throughput(Experiment(fill), r_max)) if set(fill) <= set(model.schemes) else 0.0
-    todo = [i for i in slow if float(alone[i]) >= 1 and i not in fill and t_fill > 0
-            and model.schemes[i].cost is not None]
+    todo = [i for i in slow if isinstance(alone.get(i), (int, float)) and alone[i] >= 1 and i not in fill
+            and t_fill > 0 and model.schemes[i].cost is not None]
     exps = [Experiment({i: 1, **{b: n * max(1, round(float(alone[i]) / 2 / t_fill)) for b, n in fill.items()}})
             for i in todo]
     out = {}
