@@ -137,7 +137,10 @@ def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapp
     # microcode may hide behind µops that explain its time alone (the Zen 5's ``shld m32, r32,
     # imm8``: 1.1 cycles alone as its µops say, 2.0 beside any one instruction, 3.0 beside the
     # filler where the ports say 2.0), so every scheme of a cost is a candidate, not only slow ones
-    serial = _serial(measure, model, alone, r_max, o, pending + sorted(set(model.schemes) - set(pending)), blocking)
+    # (not the non-temporal stores: the Zen 5's ``vmovntdq m512, zmm`` takes the sum beside the
+    # filler as it does beside anything, at the speed of memory, run a33)
+    others = set(model.schemes) - set(pending) - non_temporal_stores(model.schemes)
+    serial = _serial(measure, model, alone, r_max, o, pending + sorted(others), blocking)
     pending = [i for i in pending if i not in serial]
     resources: list[dict[str, Any]] = []
     left_out: list[list[str]] = []
