@@ -460,11 +460,11 @@ class _Microcode(SimulatedOracle):
         return [max(float(b), 2.0 * (e["mc"] + e["mc2"])) for b, e in zip(base, exps)]
 
 
-def test_a_mapped_scheme_whose_time_alone_is_several_uops_on_one_port_is_paired_too():
+def test_a_mapped_scheme_slow_alone_is_paired_too():
     """The complement search places the Zen 5's ``vreduceps zmm, m32bcst`` as 2×[3] (2.0 cycles
     alone), a port no blocking instruction isolates; ``vreducepd zmm, m512`` holds the microcoded
-    schemes' resource, and the two take 4.0 together, which the ports said 2.0. A cycle or more
-    on one port is what a unit looks like, so such a scheme is paired with the slow ones too."""
+    schemes' resource, and the two take 4.0 together, which the ports said 2.0. No pipelined µop
+    takes 1.5 cycles or more, so such a mapped scheme is paired with the slow ones too."""
     from pmsolve.infer.explain.options import ExplainOptions as O
     from pmsolve.infer.explain.shared import find, resources, slow_schemes
 
@@ -479,7 +479,7 @@ def test_a_mapped_scheme_whose_time_alone_is_several_uops_on_one_port_is_paired_
                                       "mc2": SchemeModel("mapped"), "w": SchemeModel("mapped")})
     alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
     o = O().resolved(False)
-    # w takes its 1.0 cycle alone on two ports, a3 on one with one µop: no such schemes
+    # w takes its 1.0 cycle alone on two ports, a3 on one: no such schemes
     assert slow_schemes(model, alone, 4, o) == ["mc", "mc2"]
     found = find(oracle.measure, model, alone, 4, o, blocking=blocking)
     assert [sorted(r["hold"]) for r in found["resources"]] == [["mc", "mc2"]]

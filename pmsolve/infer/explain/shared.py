@@ -83,6 +83,12 @@ from pmsolve.throughput import inverse_throughput
 #: with a14's later stages replayed, though a fresh run (a15) read 5.13 %: within the spread of
 #: fresh runs (benchmarks/RESULTS.md §1.31)
 ROUNDS = 16
+#: a mapped scheme this slow alone is paired with the slow schemes too: no pipelined µop takes
+#: it, and the µops the characterisation found may say where microcode waits without being there.
+#: The Zen 5's ``vreduceps zmm, m32bcst`` came out with 2×[3] (2.0 cycles alone), ``vphsubw xmm,
+#: m128`` with 4×[6,9], where both hold the microcoded schemes' resource: ``vreducepd zmm, m512``
+#: beside the first takes 4.0, which the ports said 2.0 (25 such schemes in run a34, none faster)
+MAPPED_SLOW = 1.5
 #: copies of the context member beside the mode's trigger (step 3)
 COPIES = 4
 
@@ -99,8 +105,8 @@ def _ports_time(model: ModelledMapping, e: Experiment, units: frozenset[str]) ->
 def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float | None, o: ExplainOptions,
                  units: frozenset[str] = frozenset()) -> list[str]:
     """Schemes whose time alone outlasts their µops on ports and the front end (a cost of their
-    own, or a unit), or is that of several µops on one port (:func:`one_port_time`), slowest first;
-    not the non-temporal stores (module doc)."""
+    own, or a unit), and mapped schemes of MAPPED_SLOW cycles or more alone, slowest first; not
+    the non-temporal stores (module doc)."""
     out = []
     nt = non_temporal_stores(model.schemes)
     for i, m in model.schemes.items():
@@ -110,19 +116,9 @@ def slow_schemes(model: ModelledMapping, alone: Mapping[str, Any], r_max: float 
         e = Experiment({i: 1})
         least = max(_ports_time(model, e, units), m.slots / r_max if r_max else 0)
         if (m.kind == "unit" or (m.cost is not None and off(e, t, least, o) and t > least)
-                or (one_port_time(model, i, units) >= 2 and not off(e, t, one_port_time(model, i, units), o))):
+                or (m.kind == "mapped" and t >= MAPPED_SLOW)):
             out.append(i)
     return sorted(out, key=lambda i: (-alone[i], simplicity(i)))
-
-
-def one_port_time(model: ModelledMapping, i: str, units: frozenset[str] = frozenset()) -> float:
-    """The cycles that ``i``'s µops on a single port (not a unit's) take there: several µops of
-    one instruction back to back on one port look like a unit's or the microcode's, and the
-    complement search may place them so (the Zen 5's ``vreduceps zmm, m32bcst``: 2×[3], 2.0
-    cycles alone, where ``vreducepd zmm, m512`` holds the microcoded schemes' resource, and the
-    two take 4.0 together)."""
-    return float(max((u.count for u in model.on_ports.get(i, ()) if len(u.ports) == 1 and not u.ports & units),
-                     default=0))
 
 
 def find(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
