@@ -486,3 +486,35 @@ def test_a_mapped_scheme_slow_alone_is_paired_too():
     shared = ModelledMapping(model.mapping, model.schemes, shared=resources(found, model))
     e = Experiment({"mc": 1, "mc2": 1})
     assert float(shared.inverse_throughput(e, 4)) == pytest.approx(oracle.measure([e])[0], rel=0.05)
+
+
+class _Sequencer(SimulatedOracle):
+    """Three microcoded schemes that hold one sequencer for 2, 3 and 2 cycles: any two take the
+    sum (the Zen 5's ``vphsubsw ymm``, ``vdpps xmm, m128`` and ``vphsubw xmm, m128``)."""
+
+    def measure(self, experiments):
+        exps = list(experiments)
+        self.queries += len(exps)
+        base = batch_inverse_throughput([(self.mapping, e) for e in exps], self.r_max)
+        return [max(float(b), 2.0 * e["mc"] + 3.0 * e["m1"] + 2.0 * e["m2"]) for b, e in zip(base, exps)]
+
+
+def test_a_mapped_scheme_leads_no_round_of_the_shared_stage():
+    """The Zen 5's ``vdpps xmm, m128`` (6 cycles alone) came out 12×[6,9] and ``vphsubw xmm,
+    m128`` 4×[6,9]: beside each other their ports already say the sum, so with ``vdpps`` leading
+    the round ``vphsubw`` never joined the resource both share with ``vphsubsw ymm`` (a unit's
+    scheme). The round is led by a scheme that is not mapped, where there is one."""
+    from pmsolve.infer.explain.options import ExplainOptions as O
+    from pmsolve.infer.explain.shared import find
+
+    one = [(_s(0, 1), 1)]
+    truth = PortMapping(["0", "1", "3"], {"a01": one, "a3": [(_s(3), 1)], "mc": one, "m1": one, "m2": one})
+    blocking = PortMapping(truth.ports, {i: truth.uops[i] for i in ("a01", "a3")})
+    oracle = _Sequencer(truth, r_max=4)
+    mapping = PortMapping(truth.ports, {**blocking.uops, "m1": [(_s(0, 1), 6)], "m2": [(_s(0, 1), 4)]})
+    model = ModelledMapping(mapping, {"a01": SchemeModel("mapped"), "a3": SchemeModel("mapped"),
+                                      "mc": SchemeModel("ports + cost", cost=F(2), alone=F(2), uops=((("0", "1"), 1),)),
+                                      "m1": SchemeModel("mapped"), "m2": SchemeModel("mapped")})
+    alone = {i: oracle.measure([Experiment({i: 1})])[0] for i in model.schemes}
+    found = find(oracle.measure, model, alone, 4, O().resolved(False), blocking=blocking)
+    assert [sorted(r["hold"]) for r in found["resources"]] == [["m1", "m2", "mc"]]
