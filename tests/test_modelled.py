@@ -520,3 +520,35 @@ def test_one_experiment_that_reads_slow_does_not_add_a_uop_to_a_misfit():
     model, _ = complete(mapping, {**{i: Explanation() for i in "abc"}, "x": Explanation(misfit=odd)},
                         {"x": {"tp": measured[seen[0]]}}, measured, 4)
     assert model.schemes["x"].uops == ((("0", "1"), 1),)
+
+
+def test_a_memory_forms_uop_moves_to_the_pair_too_when_its_load_sets_its_time_alone():
+    """The memory forms of the same Zen 5 instructions (``vpabsb xmm, m128``, ``vpaddusw ymm,
+    m256``, 105 schemes of a35) take their time alone from the load, so nothing alone says that
+    their vector µop has only two pipes; beside ``kshiftrw`` two copies of each took 2.0 cycles
+    where 1×[0,1,2,3] said 1.0. The placement may move wherever it does not make the scheme
+    slower alone than measured, and the stand-ins decide."""
+    from pmsolve.infer.explain.complete import complete, stand_ins
+    from pmsolve.infer.explain.witnesses import Explanation, Misfit
+
+    f = frozenset
+    ports = PORTS + ["4"]
+    truth = PortMapping(ports, {"a01": [(f({"0", "1"}), 1)], "a02": [(f({"0", "2"}), 1)],
+                                "a23": [(f({"2", "3"}), 1)], "a0123": [(f({"0", "1", "2", "3"}), 1)],
+                                "ld": [(f({"4"}), 1)], "k13": [(f({"1", "3"}), 1)],
+                                "xm": [(f({"1", "3"}), 1), (f({"4"}), 1)]})
+    oracle = SimulatedOracle(truth, r_max=4)
+    mapping = PortMapping(ports, {i: truth.uops[i] for i in truth.uops if i != "xm"})
+    seen = [Experiment({"xm": 1}), *(Experiment({"xm": 1, b: 2}) for b in ("a01", "a02", "a23", "ld")),
+            Experiment({"xm": 1, "a0123": 4})]
+    measured = dict(zip(seen, oracle.measure(seen)))
+    odd = Misfit("unsatisfiable", "its µops do not reproduce an experiment not used to derive them",
+                 found=((("0", "1", "2", "3"), 1), (("4",), 1)))
+    explanations = {**{i: Explanation() for i in mapping.uops}, "xm": Explanation(misfit=odd)}
+    single = {"xm": {"tp": measured[seen[0]]}}
+    extra = stand_ins(mapping, explanations, single)
+    measured.update(zip(extra, oracle.measure(extra)))
+    model, _ = complete(mapping, explanations, single, measured, 4)
+    assert model.schemes["xm"].uops == ((("1", "3"), 1), (("4",), 1))
+    mixes = [Experiment({"xm": 2, "k13": 2}), Experiment({"xm": 1, "a02": 2, "k13": 1})]
+    assert list(model.evaluate_many(mixes, 4)) == pytest.approx(oracle.measure(mixes))
