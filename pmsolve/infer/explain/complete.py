@@ -82,6 +82,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
     with_i = _by_scheme(measured)
     sets = sorted({u.ports for us in mapping.uops.values() for u in us if not u.ports & units},
                   key=lambda q: (len(q), sort_ports(q))) if mapping is not None else []
+    ports = set(mapping.ports) if mapping is not None else set()
     for i, x in sorted(explanations.items()):
         if i in mapped:
             continue
@@ -92,9 +93,7 @@ def complete(mapping: PortMapping | None, explanations: Mapping[str, Explanation
         exps = _judged_on(i, t, with_i, mapped)
         cost = bound(i, t, exps)
         alone = resolved(t)
-        found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
-        ports = set(mapping.ports) if mapping is not None else set()
-        uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
+        uops = _found(x, ports, alone)
         cands = [("cost", [])] + ([("ports + cost", uops)] if uops else [])
         cands += [("ports + cost", f) for f in narrowed(uops, sets, alone)]
         unit = x.misfit.unit if x.misfit is not None else ()
@@ -166,16 +165,21 @@ def stand_ins(mapping: PortMapping | None, explanations: Mapping[str, Explanatio
     out = set()
     for i, x in sorted(explanations.items()):
         t = (single.get(i) or {}).get("tp")
-        if i in mapping.uops or x.misfit is None or not (t == t and t and t > 0):
+        if i in mapping.uops or x.misfit is None or t is None or not (t == t and t > 0):
             continue
-        found = x.misfit.found or x.misfit.uops
-        uops = fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], resolved(t))
+        uops = _found(x, ports, resolved(t))
         for f in narrowed(uops, sets, resolved(t)):
             for c in set(dict(f)) - set(dict(uops)):
-                b = one[c][1]
-                tb = float(_own({c: 1}))
-                out.add(Experiment({i: max(1, round(2 / t)), b: max(1, round(2 / tb))}))
+                # two cycles of each: the stand-in's one µop runs on |C| ports
+                out.add(Experiment({i: max(1, round(2 / t)), one[c][1]: 2 * len(c)}))
     return sorted(out, key=str)
+
+
+def _found(x: Explanation, ports: set[str], alone: Fraction) -> list[tuple[frozenset[str], int]]:
+    """The µops the characterisation found for misfit ``x`` on ``ports``, less those its time
+    ``alone`` contradicts (:func:`fit_alone`); none for a scheme that is no misfit."""
+    found = (x.misfit.found or x.misfit.uops) if x.misfit is not None else ()
+    return fit_alone([(frozenset(ps), n) for ps, n in found if set(ps) <= ports], alone)
 
 
 def _kind(uops: list[tuple[frozenset[str], int]]) -> str:
@@ -191,7 +195,8 @@ def refine(uops: list[tuple[frozenset[str], int]], judge: Callable[[list[tuple[f
     before: one experiment that noise made slow or fast moved a µop in one run and not in the next
     (the Zen 5's ``vpmovusdw m256, zmm``: 12 of 13 with a load-pipe µop, 11 without; held-out mixes
     with it 2.0 cycles for 1.5), and replayed on run a33's store GAIN 2 took the held-out τ-b .01
-    from 0.898 to 0.905 and the 800 independent mixes from 0.895 to 0.901 (RESULTS §1.40). ``judge`` gives the signed relative errors of µops. µops that make the scheme by itself
+    from 0.898 to 0.905 and the 800 independent mixes from 0.895 to 0.901 (RESULTS §1.40).
+    ``judge`` gives the signed relative errors of µops. µops that make the scheme by itself
     slower than its ``cost`` (by more than WITHIN) are not tried: experiments with it ran that fast
     (:func:`bound`; Zen 3's ``vdivps`` takes 3.5 cycles beside one instruction, 3.0 in mixes, and
     the pairs, most of its experiments, would otherwise charge it 3.5 on the divider). The

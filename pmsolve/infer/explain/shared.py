@@ -184,16 +184,16 @@ def members(res: Mapping[str, Any]) -> set[str]:
 
 
 def _serial(measure: Callable[[list[Experiment]], list[float]], model: ModelledMapping, alone: Mapping[str, Any],
-            r_max: float | None, o: ExplainOptions, slow: list[str], blocking: PortMapping | None
+            r_max: float | None, o: ExplainOptions, candidates: list[str], blocking: PortMapping | None
             ) -> dict[str, tuple[dict[str, int], float]]:
-    """The schemes of ``slow`` of a cycle or more that take the sum beside the filler (module doc):
+    """The ``candidates`` of a cycle or more that take the sum beside the filler (module doc):
     scheme -> (the probe, its measured time). Only schemes with a cost of their own: a unit's
     scheme has no time of its own to hold the front end with (its unit explains its time alone)."""
     if blocking is None or not r_max or not blocking.uops:
         return {}
     fill = filler(blocking, int(r_max))
     t_fill = float(model.inverse_throughput(Experiment(fill), r_max)) if set(fill) <= set(model.schemes) else 0.0
-    todo = [i for i in slow if isinstance(alone.get(i), (int, float)) and alone[i] >= 1 and i not in fill
+    todo = [i for i in candidates if isinstance(alone.get(i), (int, float)) and alone[i] >= 1 and i not in fill
             and t_fill > 0 and model.schemes[i].cost is not None]
     exps = [Experiment({i: 1, **{b: n * max(1, round(float(alone[i]) / 2 / t_fill)) for b, n in fill.items()}})
             for i in todo]
